@@ -1,0 +1,3 @@
+//! Lines to typed records.
+
+pub mod record;

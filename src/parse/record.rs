@@ -1,0 +1,189 @@
+//! Typed records: what one log line says, in the units the model uses.
+
+use serde::Serialize;
+
+/// The family of line shapes a record was recognised as; reported per file as its format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// `step 950/8880 | loss=0.1234 | ...` and the generic key=value / key: value / `| k v |` lines.
+    KeyValue,
+    /// Per-stage timing lines: `VRT Stage8 : 965.12ms (26.7%)`.
+    Timing,
+    /// Cache statistics: `Hit Rate: 82.45% (8245 hits / 1755 misses)`.
+    Cache,
+    /// `[Step 100] Memory - Process: ...MB (..%), System: ../..GB (..%)`.
+    MemoryMonitor,
+    Mmcv,
+    Mmengine,
+    HfTrainer,
+    Accelerate,
+    Lightning,
+    Tqdm,
+    Detectron2,
+    Timm,
+    Megatron,
+    DeepSpeed,
+    NanoGpt,
+    Torchtitan,
+    Keras,
+    Fairseq,
+    Ultralytics,
+    /// A pattern from the user's config file.
+    User,
+}
+
+impl Format {
+    /// The stable name used in reports and fixtures.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::KeyValue => "key-value",
+            Format::Timing => "timing",
+            Format::Cache => "cache",
+            Format::MemoryMonitor => "memory-monitor",
+            Format::Mmcv => "mmcv",
+            Format::Mmengine => "mmengine",
+            Format::HfTrainer => "hf-trainer",
+            Format::Accelerate => "accelerate",
+            Format::Lightning => "lightning",
+            Format::Tqdm => "tqdm",
+            Format::Detectron2 => "detectron2",
+            Format::Timm => "timm",
+            Format::Megatron => "megatron",
+            Format::DeepSpeed => "deepspeed",
+            Format::NanoGpt => "nanogpt",
+            Format::Torchtitan => "torchtitan",
+            Format::Keras => "keras",
+            Format::Fairseq => "fairseq",
+            Format::Ultralytics => "ultralytics",
+            Format::User => "user",
+        }
+    }
+}
+
+/// One training step's figures, as far as the line gives them. Times are milliseconds,
+/// memory is MiB, rates are per second, `mfu_pct` is a percentage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StepRecord {
+    pub step: Option<u64>,
+    pub total: Option<u64>,
+    pub epoch: Option<f64>,
+    pub step_time_ms: Option<f64>,
+    pub data_time_ms: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub iters_per_s: Option<f64>,
+    pub batch_size: Option<f64>,
+    pub loss: Option<f64>,
+    pub lr: Option<f64>,
+    pub grad_norm: Option<f64>,
+    pub loss_scale: Option<f64>,
+    pub tokens_per_s: Option<f64>,
+    pub mfu_pct: Option<f64>,
+    pub memory_mb: Option<f64>,
+    pub eta_s: Option<f64>,
+}
+
+impl StepRecord {
+    /// True when the line carried no figure at all, so it is not a step record.
+    pub fn is_empty(&self) -> bool {
+        *self == StepRecord::default()
+    }
+}
+
+/// One forward stage's cost from a timing log. `depth` is the nesting level (0 = top).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageRecord {
+    pub name: String,
+    pub ms: f64,
+    pub share_pct: Option<f64>,
+    pub depth: u8,
+    /// Step number when the timing block states it.
+    pub step: Option<u64>,
+}
+
+/// Cache counters as a cache reports them; counters are cumulative.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CacheRecord {
+    pub hit_rate_pct: Option<f64>,
+    pub hits: Option<u64>,
+    pub misses: Option<u64>,
+    pub items: Option<u64>,
+    pub memory_used_mb: Option<f64>,
+    pub memory_total_mb: Option<f64>,
+}
+
+/// Host memory as the training script's own memory monitor prints it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HostMemRecord {
+    pub step: Option<u64>,
+    pub process_mb: Option<f64>,
+    pub process_pct: Option<f64>,
+    pub system_used_mb: Option<f64>,
+    pub system_total_mb: Option<f64>,
+    pub system_pct: Option<f64>,
+}
+
+/// Things that happened, as opposed to figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    CudaOom,
+    DataloaderKilled,
+    NcclTimeout,
+    TorchrunFailure,
+    Traceback,
+    LossScaleOverflow,
+    NonFinite,
+    Checkpoint,
+    Eval,
+    EpochEnd,
+    MemoryCritical,
+}
+
+impl EventKind {
+    /// The stable name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::CudaOom => "cuda-oom",
+            EventKind::DataloaderKilled => "dataloader-killed",
+            EventKind::NcclTimeout => "nccl-timeout",
+            EventKind::TorchrunFailure => "torchrun-failure",
+            EventKind::Traceback => "traceback",
+            EventKind::LossScaleOverflow => "loss-scale-overflow",
+            EventKind::NonFinite => "non-finite",
+            EventKind::Checkpoint => "checkpoint",
+            EventKind::Eval => "eval",
+            EventKind::EpochEnd => "epoch-end",
+            EventKind::MemoryCritical => "memory-critical",
+        }
+    }
+}
+
+/// A training-setup fact the log states, which the diagnosis weighs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "fact", content = "value")]
+pub enum ConfigFact {
+    NumWorkers(u32),
+    BatchSize(u32),
+    WorldSize(u32),
+    PinMemory(bool),
+    AmpDtype(String),
+    GradientCheckpointing(bool),
+    CudnnBenchmark(bool),
+    TotalSteps(u64),
+}
+
+/// What one line says. A line can say several things (a tqdm bar with a glued log line).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Record {
+    Step(StepRecord),
+    Stage(StageRecord),
+    /// A timing block's `Total : 3610.53ms` line; may or may not be the forward time.
+    StageTotal { ms: f64, step: Option<u64> },
+    /// `[Step N]` header of a timing block with no figures of its own.
+    StageBlockStart { step: Option<u64> },
+    Cache(CacheRecord),
+    HostMem(HostMemRecord),
+    Event { kind: EventKind, text: String },
+    Config(ConfigFact),
+}

@@ -1,0 +1,1 @@
+//! Bytes from log files to lines: whole-file reading and live following.
