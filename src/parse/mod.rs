@@ -1,3 +1,288 @@
-//! Lines to typed records.
+//! Lines to typed records. One `Parser` per file: it recognises every supported format on every
+//! line (so formats can mix in one file), counts which ones it saw, and keeps the little context
+//! some formats need (the Keras epoch header, the open timing block, the cache block).
 
+pub mod clean;
+mod events;
+mod frameworks;
+pub mod kv;
+mod mmlab;
+pub mod num;
+pub mod prefix;
+mod progress;
 pub mod record;
+mod stats;
+pub mod user;
+
+use std::sync::Arc;
+
+use record::{EventKind, Format, Record, StepRecord};
+
+/// What a line said besides its records.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LineInfo {
+    /// The log's own timestamp, seconds since the Unix epoch.
+    pub time: Option<f64>,
+    pub rank: Option<u32>,
+    /// The format the line was recognised as, if any.
+    pub format: Option<Format>,
+    /// True for a line with no text at all (not counted as unparsed).
+    pub blank: bool,
+}
+
+/// Per-file parsing state and format statistics.
+#[derive(Default)]
+pub struct Parser {
+    buf: String,
+    user: Arc<Vec<user::UserPattern>>,
+    ctx: Context,
+    counts: [u64; FORMAT_COUNT],
+}
+
+/// What some formats need to remember from earlier lines.
+#[derive(Default)]
+pub(crate) struct Context {
+    /// Keras prints `Epoch 3/10` on its own line before the bar.
+    pub keras_epoch: Option<f64>,
+    /// The step of the open timing block (`[Step 100]` header).
+    pub block_step: Option<u64>,
+    /// Indentation of the enclosing stage lines, to tell nesting depth.
+    pub stage_indents: Vec<usize>,
+    /// Lines since the last cache statistics line: `Memory: a / b MB` and `Size: N items`
+    /// are cache figures only inside such a block.
+    pub since_cache: u32,
+}
+
+const FORMAT_COUNT: usize = Format::User as usize + 1;
+
+impl Parser {
+    /// A parser that also tries the user's own patterns first.
+    pub fn with_patterns(user: Arc<Vec<user::UserPattern>>) -> Self {
+        Parser {
+            user,
+            ..Parser::default()
+        }
+    }
+
+    /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`.
+    pub fn parse(&mut self, raw: &[u8], out: &mut Vec<Record>) -> LineInfo {
+        let mut buf = std::mem::take(&mut self.buf);
+        let text = clean::clean(raw, &mut buf);
+        let info = self.parse_text(text, out);
+        self.buf = buf;
+        info
+    }
+
+    fn parse_text(&mut self, text: &str, out: &mut Vec<Record>) -> LineInfo {
+        if text.trim().is_empty() {
+            return LineInfo {
+                blank: true,
+                ..LineInfo::default()
+            };
+        }
+        let (prefix, payload) = prefix::strip(text);
+        let mut info = LineInfo {
+            time: prefix.time,
+            rank: prefix.rank,
+            ..LineInfo::default()
+        };
+        self.ctx.since_cache = self.ctx.since_cache.saturating_add(1);
+        info.format = if self.user.is_empty() {
+            None
+        } else {
+            user::parse(&self.user, payload, out)
+        };
+        if info.format.is_none() {
+            info.format = dispatch(payload, prefix.logger, &mut self.ctx, out);
+        }
+        events::detect(payload, out);
+        if let Some(f) = info.format {
+            self.counts[f as usize] += 1;
+        }
+        info
+    }
+
+    /// The file's primary format: the most frequent framework format, else the most frequent
+    /// generic one (key-value, tqdm, timing, cache, memory monitor).
+    pub fn primary_format(&self) -> Option<Format> {
+        let best = |generic: bool| {
+            ALL_FORMATS
+                .iter()
+                .filter(|f| is_generic(**f) == generic && self.counts[**f as usize] > 0)
+                .max_by_key(|f| (self.counts[**f as usize], std::cmp::Reverse(**f as usize)))
+                .copied()
+        };
+        best(false).or_else(|| best(true))
+    }
+
+    /// How many lines each format recognised, for the report.
+    pub fn format_counts(&self) -> Vec<(Format, u64)> {
+        ALL_FORMATS
+            .iter()
+            .map(|f| (*f, self.counts[*f as usize]))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
+fn is_generic(f: Format) -> bool {
+    matches!(
+        f,
+        Format::KeyValue | Format::Tqdm | Format::Timing | Format::Cache | Format::MemoryMonitor
+    )
+}
+
+const ALL_FORMATS: [Format; FORMAT_COUNT] = [
+    Format::KeyValue,
+    Format::Timing,
+    Format::Cache,
+    Format::MemoryMonitor,
+    Format::Mmcv,
+    Format::Mmengine,
+    Format::HfTrainer,
+    Format::Accelerate,
+    Format::Lightning,
+    Format::Tqdm,
+    Format::Detectron2,
+    Format::Timm,
+    Format::Megatron,
+    Format::DeepSpeed,
+    Format::NanoGpt,
+    Format::Torchtitan,
+    Format::Keras,
+    Format::Fairseq,
+    Format::Ultralytics,
+    Format::User,
+];
+
+/// Tries the formats in order of their cheapest distinguishing prefix.
+pub(crate) fn dispatch(
+    payload: &str,
+    logger: Option<&str>,
+    ctx: &mut Context,
+    out: &mut Vec<Record>,
+) -> Option<Format> {
+    let indent = payload.len() - payload.trim_start().len();
+    let p = payload.trim();
+    let first = *p.as_bytes().first()?;
+    let found = match first {
+        b'{' => frameworks::dict_line(p, out),
+        b'E' | b'I' if p.starts_with("Epoch(") || p.starts_with("Iter(") => mmlab::mmengine(p, out),
+        b'E' | b'I' if p.starts_with("Epoch [") || p.starts_with("Iter [") => mmlab::mmcv(p, out),
+        b'E' if p.starts_with("Epoch ") => progress::epoch_line(p, ctx, out),
+        b'T' if p.starts_with("Train: ") => frameworks::timm(p, out),
+        b'T' | b'V' if p.starts_with("Test: [") || p.starts_with("Validation: [") => {
+            eval(p, Format::Timm, out)
+        }
+        b'i' if p.starts_with("iteration") => frameworks::megatron(p, out),
+        b'i' if p.starts_with("iter ") => frameworks::nanogpt(p, out),
+        b'i' | b'e' if p.starts_with("iter: ") || p.starts_with("eta: ") => {
+            frameworks::detectron2(p, out)
+        }
+        b'e' | b'|' => frameworks::fairseq(p, logger, out)
+            .or_else(|| frameworks::accelerate(p, out))
+            .or_else(|| frameworks::deepspeed(p, out)),
+        b't' if p.starts_with("train_") => frameworks::metrics_line(p, out),
+        b's' if p.starts_with("step:") => frameworks::torchtitan(p, out),
+        b's' if p.starts_with("steps: ") || p.starts_with("step=") => frameworks::deepspeed(p, out),
+        b's' if p.starts_with("samples/sec:") => frameworks::megatron(p, out),
+        b's' if p.starts_with("step ") && p.contains(": train loss") => {
+            eval(p, Format::NanoGpt, out)
+        }
+        b'v' if p.starts_with("validate step:") => eval(p, Format::Torchtitan, out),
+        b'v' if p.starts_with("validation loss at iteration") => eval(p, Format::Megatron, out),
+        b'[' => stats::bracket_line(p, ctx, out),
+        b'0'..=b'9' => {
+            progress::counter_line(p, ctx, out).or_else(|| frameworks::deepspeed(p, out))
+        }
+        _ => None,
+    };
+    if found.is_some() {
+        return found;
+    }
+    if let Some(f) = stats::stats_line(p, indent, ctx, out) {
+        return Some(f);
+    }
+    if let Some(f) = progress::tqdm(p, ctx, out) {
+        return Some(f);
+    }
+    generic(p, out)
+}
+
+/// A line in the generic key=value families: a step record when it carries at least two step
+/// figures, one of them a step, a time, a rate or a loss; config facts otherwise.
+fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let mut rec = StepRecord::default();
+    let mut seen = kv::Collected::default();
+    let mut core = false;
+    let before = out.len();
+    kv::pairs(p, &mut |key, value| {
+        let Some(field) = kv::field_of(key) else {
+            return;
+        };
+        if let Some(fact) = kv::config_fact(field, key, value) {
+            out.push(Record::Config(fact));
+            return;
+        }
+        if kv::apply(field, value, &mut rec, &mut seen) {
+            core |= matches!(
+                field,
+                kv::Field::Step
+                    | kv::Field::StepTime(_)
+                    | kv::Field::DataTime(_)
+                    | kv::Field::TimePerStep
+                    | kv::Field::SamplesPerS
+                    | kv::Field::ItersPerS
+                    | kv::Field::Loss(_)
+                    | kv::Field::TokensPerS
+            );
+        }
+    });
+    if core && seen.fields >= 2 {
+        // Facts named inside a step line are figures of that step, not the run's config.
+        out.truncate(before);
+        push_step(rec, &seen, p, out);
+        return Some(Format::KeyValue);
+    }
+    if seen.non_finite {
+        push_event(EventKind::NonFinite, p, out);
+    }
+    (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// Reads every recognised pair of `s` into `rec`.
+pub(crate) fn read_pairs(s: &str, rec: &mut StepRecord, seen: &mut kv::Collected) {
+    kv::pairs(s, &mut |key, value| {
+        if let Some(field) = kv::field_of(key) {
+            kv::apply(field, value, rec, seen);
+        }
+    });
+}
+
+/// Appends a step record, and a non-finite event when a loss or grad norm was NaN or inf.
+pub(crate) fn push_step(rec: StepRecord, seen: &kv::Collected, text: &str, out: &mut Vec<Record>) {
+    if seen.non_finite {
+        push_event(EventKind::NonFinite, text, out);
+    }
+    out.push(Record::Step(rec));
+}
+
+/// Event text is the payload, cut to a length a report line can carry.
+pub(crate) fn push_event(kind: EventKind, text: &str, out: &mut Vec<Record>) {
+    const MAX: usize = 240;
+    let text = text.trim();
+    let mut end = text.len().min(MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push(Record::Event {
+        kind,
+        text: text[..end].to_string(),
+    });
+}
+
+/// A validation or evaluation line: an event, never a step.
+pub(crate) fn eval(p: &str, format: Format, out: &mut Vec<Record>) -> Option<Format> {
+    push_event(EventKind::Eval, p, out);
+    Some(format)
+}

@@ -179,11 +179,30 @@ pub enum Record {
     Step(StepRecord),
     Stage(StageRecord),
     /// A timing block's `Total : 3610.53ms` line; may or may not be the forward time.
-    StageTotal { ms: f64, step: Option<u64> },
+    StageTotal {
+        ms: f64,
+        step: Option<u64>,
+    },
     /// `[Step N]` header of a timing block with no figures of its own.
-    StageBlockStart { step: Option<u64> },
+    StageBlockStart {
+        step: Option<u64>,
+    },
     Cache(CacheRecord),
     HostMem(HostMemRecord),
-    Event { kind: EventKind, text: String },
+    Event {
+        kind: EventKind,
+        text: String,
+    },
     Config(ConfigFact),
+    /// An end-of-training summary (Hugging Face `train_runtime` dict or `***** train metrics *****`).
+    Summary(SummaryRecord),
+}
+
+/// Whole-run figures a framework prints when training ends.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SummaryRecord {
+    pub runtime_s: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub steps_per_s: Option<f64>,
+    pub loss: Option<f64>,
 }

@@ -1,0 +1,105 @@
+//! Raw record bytes to text that is safe to parse and to show: lossy UTF-8, no escape sequences,
+//! no control characters.
+
+/// Returns the record as text. The fast path borrows the bytes when they are valid UTF-8 with no
+/// control characters (the common case); otherwise the cleaned text is built in `buf`.
+pub fn clean<'a>(raw: &'a [u8], buf: &'a mut String) -> &'a str {
+    // 0xC2 starts every UTF-8 encoded C1 control (U+0080..U+009F), such as the 8-bit CSI.
+    if !raw.iter().any(|&b| is_control(b) || b == 0xc2)
+        && let Ok(s) = std::str::from_utf8(raw)
+    {
+        return s;
+    }
+    buf.clear();
+    strip_into(&String::from_utf8_lossy(raw), buf);
+    buf
+}
+
+/// Tab is kept: mmcv separates its fields with one.
+fn is_control(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f
+}
+
+/// Removes ANSI/VT escape sequences (CSI, OSC, DCS and two-byte escapes), C1 controls and every
+/// other control character but tab. Backspace is dropped, as a terminal would have overdrawn.
+fn strip_into(text: &str, out: &mut String) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                // CSI: parameters and intermediates, then one final byte in @..~.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \).
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                // Two-byte escapes (ESC 7, ESC M, charset selection ESC ( B ...).
+                Some('(' | ')' | '*' | '+') => {
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\t' => out.push('\t'),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cleaned(raw: &[u8]) -> String {
+        let mut buf = String::new();
+        clean(raw, &mut buf).to_string()
+    }
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        let mut buf = String::new();
+        let s = clean(b"step 1\tloss=2", &mut buf);
+        assert_eq!(s, "step 1\tloss=2");
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn colours_and_erase_are_removed() {
+        assert_eq!(
+            cleaned(b"\x1b[31mstep: 14  \x1b[38;2;180;60;0mgrad\x1b[39m\x1b[K"),
+            "step: 14  grad"
+        );
+    }
+
+    #[test]
+    fn osc_clipboard_and_title_sequences_are_removed() {
+        assert_eq!(cleaned(b"a\x1b]52;c;ZXZpbA==\x07b"), "ab");
+        assert_eq!(cleaned(b"a\x1b]0;title\x1b\\b"), "ab");
+    }
+
+    #[test]
+    fn invalid_utf8_nul_and_backspace_never_fail() {
+        assert_eq!(cleaned(b"lo\xffss\x00=1\x08"), "lo\u{fffd}ss=1");
+    }
+
+    #[test]
+    fn c1_controls_are_removed() {
+        assert_eq!(cleaned("a\u{9b}31mb".as_bytes()), "a31mb");
+    }
+}

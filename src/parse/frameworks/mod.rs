@@ -1,0 +1,32 @@
+//! Framework-specific line shapes that are not progress bars: one small file per framework.
+
+mod deepspeed;
+mod detectron2;
+mod fairseq;
+mod hf;
+mod megatron;
+mod nanogpt;
+mod timm;
+mod torchtitan;
+
+pub use deepspeed::deepspeed;
+pub use detectron2::detectron2;
+pub use fairseq::{accelerate, fairseq};
+pub use hf::{dict_line, metrics_line};
+pub use megatron::megatron;
+pub use nanogpt::nanogpt;
+pub use timm::timm;
+pub use torchtitan::torchtitan;
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use crate::parse::record::{Record, StepRecord};
+
+    /// The last step record, or a panic naming what was there instead.
+    pub fn step(out: &[Record]) -> &StepRecord {
+        match out.iter().rev().find(|r| matches!(r, Record::Step(_))) {
+            Some(Record::Step(s)) => s,
+            _ => panic!("no step record in {out:?}"),
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! timm's train.py: `Train: 0 [  50/6672 (  1%)]  Loss: 6.96 (6.96)  Time: 0.734s,  261.42/s
+//! (0.742s,  258.85/s)  LR: 1.000e-04  Data: 0.010 (0.024)`. The first value of each pair is the
+//! current one, the bracketed one the average; the current ones are taken.
+
+use crate::parse::record::{Format, Record, StepRecord};
+use crate::parse::{kv, num, push_step};
+
+/// The fields are found by their labels: the generic scanner would mix current and average.
+pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let body = p.strip_prefix("Train: ")?;
+    let (epoch, rest) = body.split_once(" [")?;
+    let (pos, rest) = rest.split_once(" (")?;
+    let (i, n) = pos.split_once('/')?;
+    let mut rec = StepRecord::default();
+    rec.epoch = Some(num::number(epoch)?);
+    rec.step = Some(num::integer(i)?);
+    rec.total = num::integer(n);
+    let mut seen = kv::Collected::default();
+    let after = |label: &str| {
+        rest.find(label)
+            .map(|at| rest[at + label.len()..].trim_start())
+    };
+    if let Some(v) = after("Loss:") {
+        kv::apply(kv::Field::Loss(4), v, &mut rec, &mut seen);
+    }
+    if let Some(v) = after("Time:") {
+        kv::apply(kv::Field::StepTime(num::Unit::S), v, &mut rec, &mut seen);
+        if let Some((_, rate)) = v.split_once(',') {
+            rec.samples_per_s = num::number(rate);
+        }
+    }
+    if let Some(v) = after("LR:") {
+        kv::apply(kv::Field::Lr, v, &mut rec, &mut seen);
+    }
+    if let Some(v) = after("Data:") {
+        kv::apply(kv::Field::DataTime(num::Unit::S), v, &mut rec, &mut seen);
+    }
+    push_step(rec, &seen, p, out);
+    Some(Format::Timm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::frameworks::test_util::step;
+
+    #[test]
+    fn current_values_not_averages() {
+        let mut out = Vec::new();
+        timm(
+            "Train: 2 [ 100/500 ( 20%)]  Loss: 3.25 (3.5)  Time: 0.500s,  256.00/s  (0.550s,  232.73/s)  LR: 2.000e-04  Data: 0.020 (0.030)",
+            &mut out,
+        );
+        let s = step(&out);
+        assert_eq!(
+            (s.epoch, s.step, s.total, s.loss),
+            (Some(2.0), Some(100), Some(500), Some(3.25))
+        );
+        assert_eq!(
+            (s.step_time_ms, s.samples_per_s, s.lr, s.data_time_ms),
+            (Some(500.0), Some(256.0), Some(2e-4), Some(20.0))
+        );
+    }
+}

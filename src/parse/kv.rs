@@ -1,0 +1,534 @@
+//! The key/value scanner that most formats share: `key=value`, `key: value`, `'key': value`,
+//! `| key value |`, `0.5 samples/s`, `14.19it/s`, `11ms/step`, and the key names frameworks use
+//! for the same figure.
+
+use super::num::{self, Unit};
+use super::record::{ConfigFact, StepRecord};
+
+/// Calls `f(key, value)` for every pair in `s`. `value` runs to the end of its segment, so a
+/// caller can read `1 day, 12:59:34` or `9.46GiB(64.99%)` whole; only its start is the value.
+pub fn pairs<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
+    for seg in segments(s) {
+        segment_pairs(seg, f);
+    }
+}
+
+/// Splits on `|`, tab, `;`, ` - `, `, ` and runs of two or more spaces, outside brackets and
+/// quotes. A run of spaces right after `:` or `=` is padding of a value, not a separator, and
+/// `1 day, 12:59:34` stays whole.
+fn segments(s: &str) -> impl Iterator<Item = &str> {
+    let b = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    let mut depth = 0i32;
+    let mut quote: Option<u8> = None;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            let c = b[i];
+            if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                }
+                i += 1;
+                continue;
+            }
+            let sep_len = match c {
+                b'\'' | b'"' if i == start || b[i - 1] == b' ' || b[i - 1] == b'{' => {
+                    quote = Some(c);
+                    0
+                }
+                b'[' | b'(' => {
+                    depth += 1;
+                    0
+                }
+                b']' | b')' => {
+                    depth = (depth - 1).max(0);
+                    0
+                }
+                _ if depth > 0 => 0,
+                b'|' | b'\t' | b';' | b'{' | b'}' => 1,
+                b',' if b.get(i + 1).is_none_or(|&n| n == b' ') && !after_day(&b[start..i]) => 1,
+                // Padding after `key:` belongs to the value: skip the whole run.
+                b' ' if i > 0 && matches!(b[i - 1], b':' | b'=') => {
+                    i += b[i..].iter().take_while(|&&x| x == b' ').count();
+                    continue;
+                }
+                b' ' if b.get(i + 1) == Some(&b' ') => {
+                    b[i..].iter().take_while(|&&x| x == b' ').count()
+                }
+                b' ' if b.get(i + 1) == Some(&b'-') && b.get(i + 2) == Some(&b' ') => 3,
+                _ => 0,
+            };
+            if sep_len > 0 {
+                let seg = &s[start..i];
+                i += sep_len;
+                start = i;
+                if !seg.trim().is_empty() {
+                    return Some(seg);
+                }
+                continue;
+            }
+            i += 1;
+        }
+        if start < b.len() {
+            let seg = &s[start..];
+            start = b.len();
+            if !seg.trim().is_empty() {
+                return Some(seg);
+            }
+        }
+        None
+    })
+}
+
+fn after_day(before: &[u8]) -> bool {
+    before.ends_with(b"day") || before.ends_with(b"days")
+}
+
+fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
+    let mut rest = seg.trim_start_matches([' ', '\'', '"', ',']);
+    while !rest.is_empty() {
+        let b = rest.as_bytes();
+        if starts_number(b) {
+            // Value first: `0.5 samples/s`, `14.19it/s`, `2.83s/it`, `11ms/step`.
+            let tok_end = rest.find(' ').unwrap_or(rest.len());
+            let tok = &rest[..tok_end];
+            let after = rest[tok_end..].trim_start();
+            let word = after.split(' ').next().unwrap_or("");
+            if let Some((_, unit, suffix)) = num::number_unit(tok)
+                && unit == Unit::Other
+                && suffix.contains('/')
+            {
+                f(suffix, tok);
+                rest = after;
+            } else if word.contains('/') && word.as_bytes()[0].is_ascii_alphabetic() {
+                f(word, tok);
+                rest = after[word.len()..].trim_start();
+            } else {
+                rest = after;
+            }
+            continue;
+        }
+        let Some((key, value)) = split_key(rest) else {
+            return;
+        };
+        let key = key.trim().trim_matches(['\'', '"']);
+        let value = value.trim_start_matches([' ', '\'', '"']);
+        if !key.is_empty() {
+            f(key, value);
+        }
+        // The next pair in the same segment starts after this value's first token
+        // (`base_lr: 2.0000e-03 lr: 5.9600e-05`).
+        let tok_end = value.find(' ').unwrap_or(value.len());
+        if value[tok_end..].trim_start().starts_with("day") {
+            // `eta: 1 day, 2:03:04` is one value.
+            return;
+        }
+        rest = value[tok_end..].trim_start_matches([' ', '\'', '"', ',']);
+    }
+}
+
+fn starts_number(b: &[u8]) -> bool {
+    match b {
+        [c, ..] if c.is_ascii_digit() => true,
+        [b'-' | b'.', c, ..] => c.is_ascii_digit(),
+        _ => false,
+    }
+}
+
+/// Splits `key<sep>value` where sep is `=`, `:` or a space before a number.
+fn split_key(s: &str) -> Option<(&str, &str)> {
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'=' | b':' => return Some((&s[..i], &s[i + 1..])),
+            b' ' if i > 0 && starts_value(&b[i + 1..]) => return Some((&s[..i], &s[i + 1..])),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn starts_value(b: &[u8]) -> bool {
+    starts_number(b)
+        || matches!(b, [b'\'' | b'"', c, ..] if c.is_ascii_digit())
+        || b.starts_with(b"nan")
+        || b.starts_with(b"inf")
+        || b.starts_with(b"-inf")
+}
+
+/// What a key names. Times and memory carry the unit a bare number is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Step,
+    Total,
+    /// The planned number of steps, from a step line or a config dump.
+    TotalSteps,
+    Epoch,
+    StepTime(Unit),
+    DataTime(Unit),
+    /// `11ms/step`, `2.83s/it`: the unit is in the value.
+    TimePerStep,
+    SamplesPerS,
+    ItersPerS,
+    BatchSize,
+    /// Loss, with a rank: `loss` beats `train_loss` beats `loss_step`.
+    Loss(u8),
+    Lr,
+    GradNorm,
+    LossScale,
+    TokensPerS,
+    Mfu,
+    Memory(Unit),
+    Eta,
+    NumWorkers,
+    PinMemory,
+    AmpDtype,
+    GradientCheckpointing,
+    CudnnBenchmark,
+    WorldSize,
+}
+
+/// Maps a key as frameworks print it to the figure it names.
+pub fn field_of(key: &str) -> Option<Field> {
+    let mut buf = [0u8; 48];
+    let raw = key.as_bytes();
+    if raw.len() > buf.len() {
+        return None;
+    }
+    for (dst, &c) in buf.iter_mut().zip(raw) {
+        *dst = match c {
+            b' ' | b'-' => b'_',
+            c => c.to_ascii_lowercase(),
+        };
+    }
+    use Field::*;
+    Some(match &buf[..raw.len()] {
+        b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it" => {
+            Step
+        }
+        b"total" => Total,
+        b"total_steps" | b"max_steps" | b"total_optimization_steps" | b"train_iters" => TotalSteps,
+        b"epoch" | b"ep" => Epoch,
+        b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"train_time" => StepTime(Unit::S),
+        b"elapsed_time_per_iteration_(ms)" | b"step_time_ms" | b"iter_time_ms" | b"time_ms" => {
+            StepTime(Unit::Ms)
+        }
+        b"elapsed_time_per_iteration_ms" => StepTime(Unit::Ms),
+        b"iter_time_(s)" | b"step_time_s" => StepTime(Unit::S),
+        b"data_time" | b"data" | b"data_load_time" | b"dataload_time" | b"dataloader_time" => {
+            DataTime(Unit::S)
+        }
+        b"data_time_ms" | b"data_ms" => DataTime(Unit::Ms),
+        b"s/it" | b"ms/step" | b"s/step" | b"us/step" | b"ms/it" => TimePerStep,
+        b"samples/s"
+        | b"samples/sec"
+        | b"samples_per_second"
+        | b"samples_per_sec"
+        | b"samples_per_s"
+        | b"samples/second"
+        | b"samples_per_second_per_gpu"
+        | b"sps"
+        | b"currsamplespersec"
+        | b"samplespersec"
+        | b"samples_per_second_(s)"
+        | b"img/s"
+        | b"images/s"
+        | b"imgs/s"
+        | b"throughput" => SamplesPerS,
+        b"it/s" | b"iters/s" | b"iter/s" | b"steps/s" | b"steps_per_second" | b"ups" => ItersPerS,
+        b"batch_size"
+        | b"bs"
+        | b"bsz"
+        | b"global_batch_size"
+        | b"batch"
+        | b"per_device_train_batch_size"
+        | b"instantaneous_batch_size_per_device"
+        | b"train_batch_size" => BatchSize,
+        b"loss" => Loss(4),
+        b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value" => Loss(3),
+        b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
+        b"lr" | b"learning_rate" | b"learning_rate_(lr)" => Lr,
+        b"grad_norm" | b"gnorm" | b"gradient_norm" | b"grad_norm_total" => GradNorm,
+        b"loss_scale" | b"scale" | b"loss_scaler" => LossScale,
+        b"tokens_per_sec"
+        | b"tokens/s"
+        | b"tps"
+        | b"wps"
+        | b"tokens_per_second"
+        | b"tok/s"
+        | b"tgs"
+        | b"tokens/sec"
+        | b"tokens_per_gpu_per_second_tgs" => TokensPerS,
+        b"mfu" | b"mfu_%" | b"mfu(%)" => Mfu,
+        b"memory" | b"mem" | b"max_mem" | b"gpu_mem" | b"max_memory" | b"memory_mb" => {
+            Memory(Unit::MiB)
+        }
+        b"maxmemallocated" | b"memory_gb" | b"mem_gb" => Memory(Unit::GiB),
+        b"eta" => Eta,
+        b"num_workers" | b"workers" | b"dataloader_num_workers" | b"num_data_workers" => NumWorkers,
+        b"pin_memory" | b"dataloader_pin_memory" => PinMemory,
+        b"amp_dtype" | b"mixed_precision" | b"precision" | b"dtype" | b"autocast_dtype" => AmpDtype,
+        b"fp16" | b"bf16" | b"amp" => AmpDtype,
+        b"gradient_checkpointing"
+        | b"grad_checkpointing"
+        | b"activation_checkpointing"
+        | b"use_checkpoint"
+        | b"checkpoint_activations" => GradientCheckpointing,
+        b"cudnn.benchmark"
+        | b"cudnn_benchmark"
+        | b"torch.backends.cudnn.benchmark"
+        | b"benchmark" => CudnnBenchmark,
+        b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" => WorldSize,
+        _ => return None,
+    })
+}
+
+/// Which step figures were set; the loss rank decides between competing loss keys.
+#[derive(Default)]
+pub struct Collected {
+    pub fields: u32,
+    pub loss_rank: u8,
+    pub non_finite: bool,
+}
+
+/// Stores `value` for `field` in `rec`. Returns false when the value is not usable.
+pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collected) -> bool {
+    let Some((v, unit, suffix)) = num::number_unit(value) else {
+        if field == Field::Eta {
+            rec.eta_s = num::duration_s(value);
+            return rec.eta_s.is_some();
+        }
+        return false;
+    };
+    if !v.is_finite() {
+        if matches!(field, Field::Loss(_) | Field::GradNorm) {
+            seen.non_finite = true;
+        }
+        return false;
+    }
+    let ok = match field {
+        Field::Step => {
+            rec.step = Some(v as u64);
+            if let Some(total) = suffix.strip_prefix('/').and_then(num::integer) {
+                rec.total = Some(total);
+            }
+            v >= 0.0
+        }
+        Field::Total | Field::TotalSteps => set_u64(&mut rec.total, v),
+        Field::Epoch => set(&mut rec.epoch, v),
+        Field::StepTime(default) => set_opt(&mut rec.step_time_ms, num::to_ms(v, unit, default)),
+        Field::DataTime(default) => set_opt(&mut rec.data_time_ms, num::to_ms(v, unit, default)),
+        Field::TimePerStep => {
+            let per = suffix.split('/').next().unwrap_or("");
+            let unit = match per {
+                "us" | "µs" => Unit::Us,
+                "ms" => Unit::Ms,
+                _ => Unit::S,
+            };
+            set_opt(&mut rec.step_time_ms, num::to_ms(v, unit, Unit::S))
+        }
+        Field::SamplesPerS => set(&mut rec.samples_per_s, scaled(v, suffix)),
+        Field::ItersPerS => set(&mut rec.iters_per_s, scaled(v, suffix)),
+        Field::BatchSize => set(&mut rec.batch_size, v),
+        Field::Loss(rank) => {
+            if rank > seen.loss_rank {
+                seen.loss_rank = rank;
+                rec.loss = Some(v);
+            }
+            true
+        }
+        Field::Lr => set(&mut rec.lr, v),
+        Field::GradNorm => set(&mut rec.grad_norm, v),
+        Field::LossScale => set(&mut rec.loss_scale, v),
+        Field::TokensPerS => set(&mut rec.tokens_per_s, scaled(v, suffix)),
+        // nanoGPT prints -100% until its estimate is ready.
+        Field::Mfu => v >= 0.0 && set(&mut rec.mfu_pct, v),
+        Field::Memory(default) => set_opt(&mut rec.memory_mb, num::to_mib(v, unit, default)),
+        Field::Eta => set_opt(&mut rec.eta_s, num::duration_s(value)),
+        _ => false,
+    };
+    if ok {
+        seen.fields += 1;
+    }
+    ok
+}
+
+/// A config fact from a key and its value, when the key names one.
+pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
+    let word = value.split([',', ' ', ')', '\'', '"']).next().unwrap_or("");
+    let flag = || match word.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" | "none" => Some(false),
+        _ => None,
+    };
+    let int = || num::integer(word).and_then(|v| u32::try_from(v).ok());
+    Some(match field {
+        Field::NumWorkers => ConfigFact::NumWorkers(int()?),
+        Field::BatchSize => ConfigFact::BatchSize(int()?),
+        Field::WorldSize => ConfigFact::WorldSize(int()?),
+        Field::TotalSteps => ConfigFact::TotalSteps(num::integer(word)?),
+        Field::PinMemory => ConfigFact::PinMemory(flag()?),
+        Field::GradientCheckpointing => ConfigFact::GradientCheckpointing(flag()?),
+        Field::CudnnBenchmark => ConfigFact::CudnnBenchmark(flag()?),
+        Field::AmpDtype => {
+            let k = key.to_ascii_lowercase();
+            if k == "fp16" || k == "bf16" {
+                if flag()? {
+                    ConfigFact::AmpDtype(k)
+                } else {
+                    return None;
+                }
+            } else {
+                let w = word.to_ascii_lowercase();
+                let w = w.trim_start_matches("torch.");
+                match w {
+                    "bf16" | "bfloat16" => ConfigFact::AmpDtype("bf16".into()),
+                    "fp16" | "float16" | "half" | "16" | "16_mixed" | "16-mixed" => {
+                        ConfigFact::AmpDtype("fp16".into())
+                    }
+                    "fp32" | "float32" | "32" | "no" => ConfigFact::AmpDtype("fp32".into()),
+                    "bf16_mixed" | "bf16-mixed" => ConfigFact::AmpDtype("bf16".into()),
+                    _ => return None,
+                }
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// `1.2kit/s`, `1.0Kit/s`: tqdm's unit_scale prefixes.
+fn scaled(v: f64, suffix: &str) -> f64 {
+    match suffix.as_bytes().first() {
+        Some(b'k' | b'K') => v * 1e3,
+        Some(b'M') => v * 1e6,
+        Some(b'G') => v * 1e9,
+        _ => v,
+    }
+}
+
+fn set(slot: &mut Option<f64>, v: f64) -> bool {
+    *slot = Some(v);
+    true
+}
+
+fn set_opt(slot: &mut Option<f64>, v: Option<f64>) -> bool {
+    match v {
+        Some(v) => set(slot, v),
+        None => false,
+    }
+}
+
+fn set_u64(slot: &mut Option<u64>, v: f64) -> bool {
+    if v < 0.0 {
+        return false;
+    }
+    *slot = Some(v as u64);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(s: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        pairs(s, &mut |k, v| {
+            let v = v.split([' ', ',']).next().unwrap_or("");
+            out.push((k.to_string(), v.trim_end_matches(['\'', '"']).to_string()))
+        });
+        out
+    }
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.to_string(), v.to_string())
+    }
+
+    #[test]
+    fn custom_style() {
+        let got = all("step 950/8880 | loss=0.1234 | lr=1.0e-04 | 0.5 samples/s | data_time=0.1ms");
+        assert_eq!(
+            got,
+            vec![
+                kv("step", "950/8880"),
+                kv("loss", "0.1234"),
+                kv("lr", "1.0e-04"),
+                kv("samples/s", "0.5"),
+                kv("data_time", "0.1ms"),
+            ]
+        );
+    }
+
+    #[test]
+    fn python_dict_with_quoted_values() {
+        let got = all("{'loss': '3.116', 'grad_norm': 2.094, 'epoch': '0.1143'}");
+        assert_eq!(
+            got,
+            vec![
+                kv("loss", "3.116"),
+                kv("grad_norm", "2.094"),
+                kv("epoch", "0.1143")
+            ]
+        );
+    }
+
+    #[test]
+    fn two_pairs_in_one_segment_and_padded_values() {
+        let got = all("base_lr: 2.0000e-03 lr: 5.9600e-05  eta: 1 day, 2:03:04  loss:  3.2");
+        assert_eq!(
+            got,
+            vec![
+                kv("base_lr", "2.0000e-03"),
+                kv("lr", "5.9600e-05"),
+                kv("eta", "1"),
+                kv("loss", "3.2")
+            ]
+        );
+    }
+
+    #[test]
+    fn pipes_with_long_keys() {
+        let got = all(" elapsed time per iteration (ms): 744.0 | lm loss: 1.02E+00 | loss 3.9 |");
+        assert_eq!(
+            got,
+            vec![
+                kv("elapsed time per iteration (ms)", "744.0"),
+                kv("lm loss", "1.02E+00"),
+                kv("loss", "3.9")
+            ]
+        );
+    }
+
+    #[test]
+    fn rates_glued_to_units() {
+        let got = all("14.19it/s, v_num=0 - 11ms/step - loss: 0.5");
+        assert_eq!(
+            got,
+            vec![
+                kv("it/s", "14.19it/s"),
+                kv("v_num", "0"),
+                kv("ms/step", "11ms/step"),
+                kv("loss", "0.5")
+            ]
+        );
+    }
+
+    #[test]
+    fn fields_and_units() {
+        let mut rec = StepRecord::default();
+        let mut seen = Collected::default();
+        for (k, v) in [
+            ("time", "1.0137"),
+            ("data_time", "0.1ms"),
+            ("memory", "20138"),
+            ("ms/step", "11ms/step"),
+        ] {
+            assert!(apply(field_of(k).unwrap(), v, &mut rec, &mut seen), "{k}");
+        }
+        assert_eq!(rec.data_time_ms, Some(0.1));
+        assert_eq!(rec.memory_mb, Some(20138.0));
+        assert_eq!(rec.step_time_ms, Some(11.0));
+        assert!(!apply(Field::Loss(4), "nan", &mut rec, &mut seen));
+        assert!(seen.non_finite);
+    }
+}

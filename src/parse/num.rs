@@ -1,0 +1,236 @@
+//! Numbers, units and durations as training logs print them.
+
+/// A unit written after a number (`0.1ms`, `9.46GiB`, `3961M`, `26.7%`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    None,
+    Us,
+    Ms,
+    S,
+    KiB,
+    MiB,
+    GiB,
+    Pct,
+    /// Anything else (`it/s`, `ms/step`, `/s`...): the caller decides from the text.
+    Other,
+}
+
+/// Splits a leading number from its unit suffix: `"0.1ms"` -> `(0.1, Ms, "ms")`.
+/// Accepts quotes around the value, `7,282` thousands separators, `nan`/`inf`, and a list's
+/// first element (`[5e-05, 5e-05]`).
+pub fn number_unit(s: &str) -> Option<(f64, Unit, &str)> {
+    let s = s.trim_matches(|c| c == '\'' || c == '"' || c == '[' || c == ' ');
+    let end = number_end(s);
+    if end == 0 {
+        let lower = s.get(..3)?;
+        if lower.eq_ignore_ascii_case("nan") {
+            return Some((f64::NAN, Unit::None, ""));
+        }
+        if lower.eq_ignore_ascii_case("inf") {
+            return Some((f64::INFINITY, Unit::None, ""));
+        }
+        return None;
+    }
+    let (num, rest) = s.split_at(end);
+    let value = parse_grouped(num)?;
+    let rest = rest.trim_start_matches(['\'', '"']);
+    Some((value, unit_of(rest), rest))
+}
+
+/// Just the number, any unit ignored.
+pub fn number(s: &str) -> Option<f64> {
+    number_unit(s).map(|(v, _, _)| v)
+}
+
+/// An unsigned integer, `1,703,936` and padding allowed.
+pub fn integer(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let end = s
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b',')
+        .count();
+    let digits = &s[..end];
+    if digits.is_empty() {
+        return None;
+    }
+    if digits.contains(',') {
+        digits.replace(',', "").parse().ok()
+    } else {
+        digits.parse().ok()
+    }
+}
+
+/// Where the leading number of `s` ends: sign, digits, `1,234` groups, fraction, exponent.
+fn number_end(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+        i += 1;
+    }
+    let digits_start = i;
+    while i < b.len() {
+        match b[i] {
+            b'0'..=b'9' => i += 1,
+            // A thousands separator only when exactly three digits follow.
+            b',' if b.len() >= i + 4
+                && b[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+                && b.get(i + 4).is_none_or(|c| !c.is_ascii_digit()) =>
+            {
+                i += 4
+            }
+            _ => break,
+        }
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if i == digits_start || (i == digits_start + 1 && b[digits_start] == b'.') {
+        return 0;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'-' || b[j] == b'+') {
+            j += 1;
+        }
+        let exp_start = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > exp_start {
+            i = j;
+        }
+    }
+    i
+}
+
+fn parse_grouped(num: &str) -> Option<f64> {
+    if num.contains(',') {
+        num.replace(',', "").parse().ok()
+    } else {
+        num.parse().ok()
+    }
+}
+
+fn unit_of(rest: &str) -> Unit {
+    let word: &str = rest
+        .split(|c: char| !(c.is_ascii_alphabetic() || c == '/' || c == '%' || c == 'µ'))
+        .next()
+        .unwrap_or("");
+    match word {
+        "" => Unit::None,
+        "us" | "µs" => Unit::Us,
+        "ms" => Unit::Ms,
+        "s" | "sec" | "secs" => Unit::S,
+        "K" | "KB" | "KiB" | "k" => Unit::KiB,
+        "M" | "MB" | "MiB" => Unit::MiB,
+        "G" | "GB" | "GiB" => Unit::GiB,
+        "%" => Unit::Pct,
+        _ => Unit::Other,
+    }
+}
+
+/// Converts a time to milliseconds; `default` is the unit when none is written.
+pub fn to_ms(value: f64, unit: Unit, default: Unit) -> Option<f64> {
+    let unit = if unit == Unit::None { default } else { unit };
+    match unit {
+        Unit::Us => Some(value / 1000.0),
+        Unit::Ms => Some(value),
+        Unit::S => Some(value * 1000.0),
+        _ => None,
+    }
+}
+
+/// Converts a memory size to MiB; `default` is the unit when none is written.
+pub fn to_mib(value: f64, unit: Unit, default: Unit) -> Option<f64> {
+    let unit = if unit == Unit::None { default } else { unit };
+    match unit {
+        Unit::KiB => Some(value / 1024.0),
+        Unit::MiB => Some(value),
+        Unit::GiB => Some(value * 1024.0),
+        _ => None,
+    }
+}
+
+/// A duration in seconds: `4:27:58`, `01:23`, `218:49:50`, `1 day, 12:59:34`, `37 days, 5:46:17`,
+/// `1:42:12.36`, `23.4s`, `10s`. `N/A`, `?` and anything else give `None`.
+pub fn duration_s(s: &str) -> Option<f64> {
+    let s = s.trim().trim_start_matches('<');
+    let (days, clock) = match s.split_once(" day") {
+        Some((d, rest)) => {
+            let rest = rest.trim_start_matches('s').trim_start_matches(',').trim();
+            (d.trim().parse::<f64>().ok()?, rest)
+        }
+        None => (0.0, s),
+    };
+    let clock = clock
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ']')
+        .next()?;
+    let secs = if clock.contains(':') {
+        let mut total = 0.0;
+        for part in clock.split(':') {
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+                return None;
+            }
+            total = total * 60.0 + part.parse::<f64>().ok()?;
+        }
+        total
+    } else {
+        let (v, unit, _) = number_unit(clock)?;
+        to_ms(v, unit, Unit::S)? / 1000.0
+    };
+    Some(days * 86_400.0 + secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_with_units() {
+        assert_eq!(number_unit("0.1ms"), Some((0.1, Unit::Ms, "ms")));
+        assert_eq!(number_unit("1.0e-04"), Some((1.0e-4, Unit::None, "")));
+        assert_eq!(number_unit("9.46GiB(64.99%)").map(|x| x.1), Some(Unit::GiB));
+        assert_eq!(
+            number_unit("3961M").map(|x| (x.0, x.1)),
+            Some((3961.0, Unit::MiB))
+        );
+        assert_eq!(number_unit("'3.116'").map(|x| x.0), Some(3.116));
+        assert_eq!(number_unit("7,282").map(|x| x.0), Some(7282.0));
+        assert_eq!(number_unit("[5e-05, 5e-05]").map(|x| x.0), Some(5e-5));
+        assert_eq!(number_unit("2.83s/it").map(|x| x.2), Some("s/it"));
+        assert!(number_unit("nan").is_some_and(|x| x.0.is_nan()));
+        assert_eq!(number_unit("N/A"), None);
+        assert_eq!(number_unit("-0.2338").map(|x| x.0), Some(-0.2338));
+        assert_eq!(number_unit("1.872e+04").map(|x| x.0), Some(18720.0));
+    }
+
+    #[test]
+    fn a_comma_between_values_is_not_a_thousands_separator() {
+        assert_eq!(number_unit("1,5").map(|x| x.0), Some(1.0));
+        assert_eq!(number_unit("0.5,").map(|x| x.0), Some(0.5));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration_s("4:27:58"), Some(16078.0));
+        assert_eq!(duration_s("01:44"), Some(104.0));
+        assert_eq!(duration_s("1 day, 12:59:34"), Some(86_400.0 + 46_774.0));
+        assert_eq!(
+            duration_s("37 days, 5:46:17"),
+            Some(37.0 * 86_400.0 + 20_777.0)
+        );
+        assert_eq!(duration_s("23.4s"), Some(23.4));
+        assert_eq!(duration_s("N/A"), None);
+        assert_eq!(duration_s("?"), None);
+    }
+
+    #[test]
+    fn integers() {
+        assert_eq!(integer("1,703,936"), Some(1_703_936));
+        assert_eq!(integer("  42]"), Some(42));
+        assert_eq!(integer("x"), None);
+    }
+}

@@ -1,0 +1,332 @@
+//! Wrappers in front of a log payload: launcher rank tags, line numbers, timestamps and logger
+//! headers. They nest (`[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: ...`), so
+//! they are stripped in a loop; what they say (time, rank, logger name) is kept.
+
+/// What the prefixes of one line said.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Prefix<'a> {
+    /// Seconds since the Unix epoch. Headers without a year (`03/25 23:58:44`) are placed in
+    /// the year 2000: only differences between times are used.
+    pub time: Option<f64>,
+    pub rank: Option<u32>,
+    /// The logger name when the header has one (fairseq's `train_inner` / `train` / `valid`).
+    pub logger: Option<&'a str>,
+}
+
+/// Strips every known prefix and returns what they said and the payload.
+pub fn strip(mut s: &str) -> (Prefix<'_>, &str) {
+    let mut p = Prefix::default();
+    // Each pass removes one wrapper; the bound guards against a pathological line.
+    for _ in 0..8 {
+        let t = s.trim_start_matches(' ');
+        let Some(&first) = t.as_bytes().first() else {
+            return (p, s);
+        };
+        let next = match first {
+            b'[' => bracketed(t, &mut p),
+            b'0'..=b'9' => timestamp(t).map(|(time, rest)| {
+                p.time = Some(time);
+                logger_header(rest, &mut p)
+            }),
+            b'I' | b'W' | b'E' | b'D' | b'C' => python_default(t, &mut p).or_else(|| glog(t)),
+            _ => None,
+        };
+        match next {
+            Some(rest) => s = rest,
+            None => return (p, s),
+        }
+    }
+    (p, s)
+}
+
+/// Bracketed wrappers: `[rank3]:`, `[default0]:`, `[1,mpirank:2,algo-1]<stdout>:`, `[1745] `,
+/// `[titan] `, `[Rank 0] `, `[2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] `,
+/// `[11/08 10:14:26 d2.utils.events]: `, `[04/14 09:05:02] d2.utils.events INFO: `,
+/// `[INFO|trainer.py:2128] 2025-04-24 20:44:49,943 >> `.
+fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
+    let close = t.find(']')?;
+    let inner = &t[1..close];
+    let after = &t[close + 1..];
+    if let Some(rest) = after.strip_prefix(':') {
+        let digits = inner.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+        if let Ok(rank) = digits.parse::<u32>() {
+            p.rank = Some(rank);
+            return Some(rest);
+        }
+    }
+    if let Some(mpi) = inner.strip_prefix("1,mpirank:") {
+        let rank = mpi.split(',').next()?.parse().ok()?;
+        p.rank = Some(rank);
+        let rest = after.trim_start_matches(|c| c != ':');
+        return rest.strip_prefix(':');
+    }
+    if inner.bytes().all(|b| b.is_ascii_digit()) && !inner.is_empty() && after.starts_with(' ') {
+        return Some(after);
+    }
+    if inner == "titan" {
+        return Some(after);
+    }
+    if let Some(n) = inner.strip_prefix("Rank ") {
+        p.rank = Some(n.trim().parse().ok()?);
+        return Some(after);
+    }
+    if let Some((level, _)) = inner.split_once('|')
+        && is_level(level)
+    {
+        let rest = after.trim_start();
+        return match timestamp(rest) {
+            Some((time, rest)) => {
+                p.time = Some(time);
+                Some(rest.trim_start().strip_prefix(">>").unwrap_or(rest))
+            }
+            None => Some(rest),
+        };
+    }
+    let (time, rest_inner) = timestamp(inner)?;
+    p.time = Some(time);
+    if rest_inner.is_empty() {
+        // `[time] [LEVEL] [file:line:func] `, `[time][LEVEL][fn:line] - `, `[time] name LEVEL: `.
+        let mut rest = after;
+        while let Some(r) = rest.trim_start().strip_prefix('[') {
+            let Some(end) = r.find(']') else { break };
+            let field = &r[..end];
+            if !(is_level(field) || field.contains(':') || field.contains('.')) {
+                break;
+            }
+            rest = &r[end + 1..];
+        }
+        let rest = rest.strip_prefix(" - ").unwrap_or(rest);
+        let rest = rest.strip_prefix(' ').unwrap_or(rest);
+        if let Some((name, msg)) = rest.trim_start().split_once(": ")
+            && let Some((logger, level)) = name.rsplit_once(' ')
+            && is_level(level)
+            && !logger.contains(' ')
+        {
+            p.logger = Some(logger);
+            return Some(msg);
+        }
+        return Some(rest);
+    }
+    // detectron2 terminal: `[MM/DD HH:MM:SS d2.utils.events]: `
+    let logger = rest_inner.trim();
+    if !logger.contains(' ') {
+        p.logger = Some(logger);
+        return Some(after.strip_prefix(':').unwrap_or(after));
+    }
+    None
+}
+
+/// `INFO:megatron.core.timers:` (Python logging's default format).
+fn python_default<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
+    let (level, rest) = t.split_once(':')?;
+    if !is_level(level) {
+        return None;
+    }
+    let (name, msg) = rest.split_once(':')?;
+    if name.is_empty() || name.contains(' ') {
+        return None;
+    }
+    p.logger = Some(name);
+    Some(msg)
+}
+
+/// glog-style headers of newer torch: `E0325 20:57:27.620000 2606 path/api.py:869] `.
+fn glog(t: &str) -> Option<&str> {
+    let b = t.as_bytes();
+    if b.len() < 6 || !b[1..5].iter().all(u8::is_ascii_digit) || b[5] != b' ' {
+        return None;
+    }
+    let end = t.find("] ")?;
+    if end > 120 {
+        return None;
+    }
+    Some(&t[end + 2..])
+}
+
+/// The header after a timestamp: ` - mmengine - INFO - `, ` - INFO - __main__ - `,
+/// ` | INFO | train_inner | `, ` | ` (a user's own separator), `: `, or nothing.
+fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
+    for sep in [" - ", " | "] {
+        if let Some(r) = rest.strip_prefix(sep) {
+            let mut r = r;
+            // Up to two fields before the level (a logger name), then optionally a name after.
+            for _ in 0..2 {
+                let Some((field, after)) = r.split_once(sep) else {
+                    break;
+                };
+                if is_level(field) {
+                    if let Some((name, msg)) = after.split_once(sep)
+                        && is_logger_name(name)
+                    {
+                        p.logger = Some(name);
+                        return msg;
+                    }
+                    return after;
+                }
+                if !is_logger_name(field) {
+                    break;
+                }
+                p.logger = Some(field);
+                r = after;
+            }
+            p.logger = None;
+            return rest.strip_prefix(sep).unwrap_or(rest);
+        }
+    }
+    rest.strip_prefix(": ").unwrap_or(rest)
+}
+
+fn is_logger_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() < 48
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+}
+
+fn is_level(s: &str) -> bool {
+    matches!(
+        s.trim(),
+        "INFO" | "WARNING" | "WARN" | "ERROR" | "DEBUG" | "CRITICAL" | "FATAL" | "NOTICE"
+    )
+}
+
+/// Parses a timestamp at the start of `s`: `2023-06-13 14:03:51`, `2023/06/13 14:03:51`,
+/// `2020-05-08 18:56:16,649`, `2026-07-10 05:46:31.627699`, `03/25 23:58:44`,
+/// `10/10/2022 22:57:22`, `2025-03-04T10:00:06`. Returns the time and the rest.
+pub fn timestamp(s: &str) -> Option<(f64, &str)> {
+    let b = s.as_bytes();
+    let d = |i: usize, n: usize| -> Option<u32> {
+        let part = b.get(i..i + n)?;
+        if !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(part.iter().fold(0, |acc, c| acc * 10 + u32::from(c - b'0')))
+    };
+    let (year, month, day, clock_at) = if b.get(4).is_some_and(|&c| c == b'-' || c == b'/') {
+        (d(0, 4)?, d(5, 2)?, d(8, 2)?, 10)
+    } else if b.get(2) == Some(&b'/') && b.get(5) == Some(&b'/') {
+        (d(6, 4)?, d(0, 2)?, d(3, 2)?, 10)
+    } else if b.get(2) == Some(&b'/') {
+        (2000, d(0, 2)?, d(3, 2)?, 5)
+    } else {
+        return None;
+    };
+    if !matches!(b.get(clock_at), Some(b' ' | b'T' | b'_')) {
+        return None;
+    }
+    let c = clock_at + 1;
+    let (h, m, sec) = (d(c, 2)?, d(c + 3, 2)?, d(c + 6, 2)?);
+    if b.get(c + 2) != Some(&b':') || b.get(c + 5) != Some(&b':') {
+        return None;
+    }
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    let mut end = c + 8;
+    let mut frac = 0.0;
+    if matches!(b.get(end), Some(b',' | b'.')) && b.get(end + 1).is_some_and(u8::is_ascii_digit) {
+        let start = end + 1;
+        end = start;
+        while b.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+        frac = s[start..end].parse::<f64>().unwrap_or(0.0) / 10f64.powi((end - start) as i32);
+    }
+    let days = days_from_civil(i64::from(year), month, day);
+    let secs = days as f64 * 86_400.0 + f64::from(h * 3600 + m * 60 + sec) + frac;
+    Some((secs, &s[end..]))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_epoch_and_a_known_date() {
+        assert_eq!(timestamp("1970-01-01 00:00:00").map(|x| x.0), Some(0.0));
+        // 2023-11-29 02:19:30 UTC = 1701224370
+        assert_eq!(
+            timestamp("2023/11/29 02:19:30 x").map(|x| x.0),
+            Some(1_701_224_370.0)
+        );
+        assert_eq!(timestamp("2020-05-08 18:56:16,649").map(|x| x.1), Some(""));
+    }
+
+    #[test]
+    fn nested_rank_titan_and_logger_header() {
+        let (p, rest) = strip("[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 200");
+        assert_eq!(rest, "step: 200");
+        assert_eq!(p.rank, Some(0));
+        assert!(p.time.is_some());
+    }
+
+    #[test]
+    fn fairseq_keeps_the_logger_name() {
+        let (p, rest) = strip("2020-07-17 04:08:14 | INFO | train_inner | epoch 001:    100 / 29");
+        assert_eq!(rest, "epoch 001:    100 / 29");
+        assert_eq!(p.logger, Some("train_inner"));
+    }
+
+    #[test]
+    fn users_own_timestamp_separator() {
+        let (p, rest) = strip("2025-03-04 10:00:06 | step 950/8880 | loss=0.1");
+        assert_eq!(rest, "step 950/8880 | loss=0.1");
+        assert!(p.time.is_some());
+    }
+
+    #[test]
+    fn deepspeed_megatron_detectron2_hf_headers() {
+        let s = "[2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] epoch=0/micro_step=34";
+        assert_eq!(strip(s).1, "epoch=0/micro_step=34");
+        let s = " [2024-04-06 02:59:36] iteration       43/     100 |";
+        assert_eq!(strip(s).1, "iteration       43/     100 |");
+        assert_eq!(
+            strip("[11/08 10:14:26 d2.utils.events]:  eta: 5:56:07").1,
+            "  eta: 5:56:07"
+        );
+        assert_eq!(
+            strip("[04/14 09:05:02] d2.utils.events INFO:  eta: 0:11").1,
+            " eta: 0:11"
+        );
+        let s = "[INFO|trainer.py:2128] 2025-04-24 20:44:49,943 >> ***** Running";
+        assert_eq!(strip(s).1, " ***** Running");
+        assert_eq!(
+            strip("[1,mpirank:2,algo-1]<stdout>:epoch 0: {").0.rank,
+            Some(2)
+        );
+        assert_eq!(strip("[1745]   1%|").1, "   1%|");
+    }
+
+    #[test]
+    fn a_stage_header_is_not_a_prefix() {
+        assert_eq!(
+            strip("[Step 100] Memory - Process").1,
+            "[Step 100] Memory - Process"
+        );
+        assert_eq!(
+            strip("[Cache Stats @ step 10]").1,
+            "[Cache Stats @ step 10]"
+        );
+    }
+
+    #[test]
+    fn python_default_and_glog() {
+        assert_eq!(
+            strip("INFO:megatron.core.timers:(min, max)").1,
+            "(min, max)"
+        );
+        let s = "E0325 20:57:27.620000 2606 site/api.py:869] failed (exitcode: -9)";
+        assert_eq!(strip(s).1, "failed (exitcode: -9)");
+    }
+}
