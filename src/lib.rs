@@ -1,4 +1,79 @@
 //! steptop: where each training step's time goes, from the logs a training job already writes.
+//!
+//! Data flows one way: bytes -> `source` -> `parse` (typed records) -> `feed` (time, rank)
+//! -> `model` -> a sink (`report`). The mode is chosen here, in `run`, and nowhere else.
 
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod feed;
+pub mod model;
 pub mod parse;
+pub mod report;
 pub mod source;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use cli::{Cli, Command, ReportArgs, ReportFormat};
+use config::Config;
+use error::Error;
+
+/// Runs one command to completion.
+pub fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Report(args) => report_command(&args),
+    }
+}
+
+fn report_command(args: &ReportArgs) -> Result<(), Error> {
+    let cfg = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default_checked(),
+    };
+    let paths = expand_inputs(&args.logs)?;
+    let analysis = report::analyze(&paths, &cfg)?;
+    let r = report::Report::build(&analysis);
+    let text = match args.format {
+        ReportFormat::Text => report::render_text(&r),
+        ReportFormat::Markdown => report::render_markdown(&r),
+        ReportFormat::Json => {
+            let mut s =
+                serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+    };
+    write_stdout(&text)
+}
+
+/// Paths and globs to the files that exist now, in the order given; a missing file or a glob
+/// that matches nothing is an error naming it (report reads what is there; following waits).
+fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
+    let mut paths = Vec::new();
+    for input in inputs {
+        let spec = source::InputSpec::parse(input).map_err(Error::Usage)?;
+        let found = spec.expand();
+        if found.is_empty() {
+            return Err(Error::Runtime(format!(
+                "'{input}': no such file (nothing matches)"
+            )));
+        }
+        for p in found {
+            if !paths.contains(&p) {
+                paths.push(p);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends quietly.
+fn write_stdout(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::Runtime(format!("cannot write the report: {e}"))),
+    }
+}

@@ -1,1 +1,16 @@
-fn main() {}
+//! The binary: parse arguments, run the library, print `error: ...` and exit with its code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = steptop::cli::Cli::parse();
+    match steptop::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

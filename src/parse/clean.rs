@@ -4,15 +4,51 @@
 /// Returns the record as text. The fast path borrows the bytes when they are valid UTF-8 with no
 /// control characters (the common case); otherwise the cleaned text is built in `buf`.
 pub fn clean<'a>(raw: &'a [u8], buf: &'a mut String) -> &'a str {
-    // 0xC2 starts every UTF-8 encoded C1 control (U+0080..U+009F), such as the 8-bit CSI.
-    if !raw.iter().any(|&b| is_control(b) || b == 0xc2)
+    // 0xC2 starts every UTF-8 encoded C1 control (U+0080..U+009F), such as the 8-bit CSI;
+    // 0xC3 starts U+00C0..U+00FF, which every mojibake of CJK text contains.
+    if !raw.iter().any(|&b| is_control(b) || b == 0xc2 || b == 0xc3)
         && let Ok(s) = std::str::from_utf8(raw)
     {
         return s;
     }
     buf.clear();
-    strip_into(&String::from_utf8_lossy(raw), buf);
+    let text = String::from_utf8_lossy(raw);
+    match repair_mojibake(&text) {
+        Some(fixed) => strip_into(&fixed, buf),
+        None => strip_into(&text, buf),
+    }
     buf
+}
+
+/// cp1252's characters for bytes 0x80..0x9F; the bytes it leaves undefined decode as latin-1.
+const CP1252_HIGH: [char; 32] = [
+    '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}',
+    '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
+];
+
+/// Undoes the classic wrong decode: UTF-8 bytes read as cp1252 (or latin-1) and written out
+/// again as UTF-8 (`前向` becomes `å‰å‘`). Only a line that maps back to bytes and then
+/// decodes as UTF-8 with some non-ASCII text is repaired; real latin-1 text (`café`) is not
+/// valid UTF-8 once mapped back, so it stays as it is.
+fn repair_mojibake(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut high = false;
+    for c in text.chars() {
+        let b = match u32::from(c) {
+            0..=0x7f => c as u8,
+            0xa0..=0xff => c as u8,
+            _ => {
+                let i = CP1252_HIGH.iter().position(|&x| x == c)?;
+                0x80 + i as u8
+            }
+        };
+        high |= b >= 0x80;
+        bytes.push(b);
+    }
+    if !high {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// Tab is kept: mmcv separates its fields with one.
@@ -96,6 +132,25 @@ mod tests {
     #[test]
     fn invalid_utf8_nul_and_backspace_never_fail() {
         assert_eq!(cleaned(b"lo\xffss\x00=1\x08"), "lo\u{fffd}ss=1");
+    }
+
+    #[test]
+    fn mojibake_is_repaired_and_latin1_is_kept() {
+        let mangled: String = "前向传播 阶段1 : 97.9ms"
+            .bytes()
+            .map(|b| {
+                if b < 0x80 {
+                    b as char
+                } else if b < 0xa0 {
+                    CP1252_HIGH[usize::from(b - 0x80)]
+                } else {
+                    b as char
+                }
+            })
+            .collect();
+        assert_ne!(mangled, "前向传播 阶段1 : 97.9ms");
+        assert_eq!(cleaned(mangled.as_bytes()), "前向传播 阶段1 : 97.9ms");
+        assert_eq!(cleaned("café crème".as_bytes()), "café crème");
     }
 
     #[test]

@@ -22,6 +22,8 @@ const PHRASES: &[(&str, EventKind)] = &[
     ("overflow detected", EventKind::LossScaleOverflow),
     ("Gradient overflow", EventKind::LossScaleOverflow),
     ("aving checkpoint", EventKind::Checkpoint),
+    ("aved checkpoint", EventKind::Checkpoint),
+    ("saving model to", EventKind::Checkpoint),
     ("aving model checkpoint", EventKind::Checkpoint),
     ("end of epoch", EventKind::EpochEnd),
     ("emory critical", EventKind::MemoryCritical),

@@ -189,6 +189,19 @@ pub enum Field {
     WorldSize,
 }
 
+/// Maps a key to its field; a key with words before it (`[train] step`, `INFO loss`) falls back
+/// to its last word.
+pub fn lookup(key: &str) -> Option<Field> {
+    field_of(key).or_else(|| {
+        let last = key.rsplit(' ').next()?;
+        if last.len() == key.len() {
+            None
+        } else {
+            field_of(last)
+        }
+    })
+}
+
 /// Maps a key as frameworks print it to the figure it names.
 pub fn field_of(key: &str) -> Option<Field> {
     let mut buf = [0u8; 48];
@@ -362,7 +375,7 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
         "false" | "0" | "no" | "off" | "none" => Some(false),
         _ => None,
     };
-    let int = || num::integer(word).and_then(|v| u32::try_from(v).ok());
+    let int = || word.replace(',', "").parse::<u32>().ok();
     Some(match field {
         Field::NumWorkers => ConfigFact::NumWorkers(int()?),
         Field::BatchSize => ConfigFact::BatchSize(int()?),

@@ -51,6 +51,8 @@ pub(crate) struct Context {
     /// Lines since the last cache statistics line: `Memory: a / b MB` and `Size: N items`
     /// are cache figures only inside such a block.
     pub since_cache: u32,
+    /// The format of a line glued onto the end of a progress bar, counted with the bar's.
+    pub glued_format: Option<Format>,
 }
 
 const FORMAT_COUNT: usize = Format::User as usize + 1;
@@ -93,10 +95,14 @@ impl Parser {
             user::parse(&self.user, payload, out)
         };
         if info.format.is_none() {
+            let payload = launcher_host(payload).unwrap_or(payload);
             info.format = dispatch(payload, prefix.logger, &mut self.ctx, out);
         }
         events::detect(payload, out);
         if let Some(f) = info.format {
+            self.counts[f as usize] += 1;
+        }
+        if let Some(f) = self.ctx.glued_format.take() {
             self.counts[f as usize] += 1;
         }
         info
@@ -123,6 +129,20 @@ impl Parser {
             .filter(|(_, n)| *n > 0)
             .collect()
     }
+}
+
+/// The `deepspeed` launcher's `hostname: ` in front of worker output. A host name has a digit
+/// or a hyphen and is not a key we know, so `loss: 0.5` and `step: 14` stay whole.
+fn launcher_host(p: &str) -> Option<&str> {
+    let (host, rest) = p.trim_start().split_once(": ")?;
+    let hostlike = !host.is_empty()
+        && host.len() < 64
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+        && host.bytes().any(|b| b == b'-' || b.is_ascii_digit())
+        && kv::lookup(host).is_none();
+    hostlike.then_some(rest)
 }
 
 fn is_generic(f: Format) -> bool {
@@ -200,6 +220,10 @@ pub(crate) fn dispatch(
     if found.is_some() {
         return found;
     }
+    if p.starts_with("Class ") && p.contains("Instances") {
+        // Ultralytics' validation bar.
+        return eval(p, Format::Ultralytics, out);
+    }
     if let Some(f) = stats::stats_line(p, indent, ctx, out) {
         return Some(f);
     }
@@ -217,12 +241,11 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let mut core = false;
     let before = out.len();
     kv::pairs(p, &mut |key, value| {
-        let Some(field) = kv::field_of(key) else {
+        let Some(field) = kv::lookup(key) else {
             return;
         };
         if let Some(fact) = kv::config_fact(field, key, value) {
             out.push(Record::Config(fact));
-            return;
         }
         if kv::apply(field, value, &mut rec, &mut seen) {
             core |= matches!(
@@ -253,7 +276,7 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
 /// Reads every recognised pair of `s` into `rec`.
 pub(crate) fn read_pairs(s: &str, rec: &mut StepRecord, seen: &mut kv::Collected) {
     kv::pairs(s, &mut |key, value| {
-        if let Some(field) = kv::field_of(key) {
+        if let Some(field) = kv::lookup(key) {
             kv::apply(field, value, rec, seen);
         }
     });

@@ -173,6 +173,13 @@ fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
             return rest.strip_prefix(sep).unwrap_or(rest);
         }
     }
+    // `2025-02-11 08:30:01 INFO msg` / `... INFO: msg`.
+    if let Some(r) = rest.strip_prefix(' ')
+        && let Some(end) = r.find([' ', ':'])
+        && is_level(&r[..end])
+    {
+        return r[end..].trim_start_matches(':');
+    }
     rest.strip_prefix(": ").unwrap_or(rest)
 }
 
@@ -183,7 +190,13 @@ fn is_logger_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
 }
 
+/// A level word, bare or as timm's file handler writes it (`train: [    INFO]`).
 fn is_level(s: &str) -> bool {
+    let s = s.trim();
+    let s = match s.strip_suffix(']') {
+        Some(inner) => inner.rsplit('[').next().unwrap_or(inner),
+        None => s,
+    };
     matches!(
         s.trim(),
         "INFO" | "WARNING" | "WARN" | "ERROR" | "DEBUG" | "CRITICAL" | "FATAL" | "NOTICE"

@@ -22,7 +22,7 @@ pub fn epoch_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<F
         return Some(Format::Keras);
     }
     if rest.starts_with(", global step") {
-        push_event(EventKind::Checkpoint, p, out);
+        // ModelCheckpoint's message; the event comes from its "saving model to".
         return Some(Format::Lightning);
     }
     let after_slash = rest.strip_prefix('/')?;
@@ -40,7 +40,7 @@ pub fn epoch_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<F
 
 /// `Epoch 0/23 ━━━━ 98/98 0:00:22 • 0:00:00 4.44it/s v_num: 0 train/loss: 1.559`.
 fn rich_bar(tail: &str, epoch: f64, out: &mut Vec<Record>) -> Option<Format> {
-    let tail = tail.trim_start_matches(['━', ' ']);
+    let tail = tail.trim_start_matches(['━', '╸', '╺', '─', ' ']);
     let (pos, rest) = tail.split_once(' ')?;
     let (n, total) = pos.split_once('/')?;
     let mut rec = StepRecord {
@@ -92,6 +92,13 @@ pub fn counter_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
         Some(end) if rest.starts_with('[') => &rest[end + 1..],
         _ => rest.trim_start_matches(['━', ' ']),
     };
+    // Keras 3 shows the ETA while the epoch runs and the elapsed time once it is done.
+    if rest.starts_with('━')
+        && rec.step < rec.total
+        && let Some(eta) = metrics.split_whitespace().next()
+    {
+        rec.eta_s = num::duration_s(eta);
+    }
     read_pairs(metrics, &mut rec, &mut seen);
     push_step(rec, &seen, p, out);
     Some(Format::Keras)
@@ -180,6 +187,9 @@ const NOT_TRAINING: &[&str] = &[
     "eval",
 ];
 
+/// Bars whose redraws are evaluation progress: each is an eval event.
+const EVALUATING: &[&str] = &["Validation", "Validating", "Testing", "Evaluating"];
+
 fn bar(
     p: &str,
     epoch: Option<f64>,
@@ -202,9 +212,11 @@ fn bar(
     } else {
         format
     };
-    let training = !NOT_TRAINING
-        .iter()
-        .any(|w| desc.trim_start().starts_with(w));
+    let desc_t = desc.trim_start();
+    let training = !NOT_TRAINING.iter().any(|w| desc_t.starts_with(w));
+    if EVALUATING.iter().any(|w| desc_t.starts_with(w)) {
+        push_event(EventKind::Eval, p, out);
+    }
     if training {
         let mut rec = StepRecord {
             epoch,
@@ -234,7 +246,7 @@ fn bar(
         let glued = &p[close + 1..];
         if glued.trim().len() > 3 {
             let (_, payload) = prefix::strip(glued);
-            dispatch(payload, None, ctx, out);
+            ctx.glued_format = dispatch(payload, None, ctx, out);
             events::detect(payload, out);
         }
     }
@@ -290,10 +302,15 @@ mod tests {
 
     #[test]
     fn validation_bars_are_not_steps() {
-        assert!(
-            run("Validation DataLoader 0:  46%|████▌     | 73/157 [00:02<00:02, 37.48it/s]")
-                .is_empty()
-        );
+        let out = run("Validation DataLoader 0:  46%|████▌     | 73/157 [00:02<00:02, 37.48it/s]");
+        assert!(!out.iter().any(|r| matches!(r, Record::Step(_))));
+        assert!(matches!(
+            out[0],
+            Record::Event {
+                kind: EventKind::Eval,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -1,1 +1,11 @@
 //! Bytes from log files to lines: whole-file reading and live following.
+
+pub mod file;
+pub mod glob;
+pub mod live;
+pub mod split;
+
+pub use file::{ReadStats, read_records};
+pub use glob::InputSpec;
+pub use live::{FileStatus, FollowOptions, TailEvent, follow};
+pub use split::{LineSplitter, MAX_RECORD_BYTES};

@@ -9,7 +9,7 @@ use crate::parse::{kv, num, push_step, read_pairs};
 pub fn deepspeed(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let mut rec = StepRecord::default();
     let mut seen = kv::Collected::default();
-    if p.starts_with("step=") || p.starts_with("steps: ") {
+    if (p.starts_with("step=") && p.contains(", skipped=")) || p.starts_with("steps: ") {
         read_pairs(p, &mut rec, &mut seen);
         rec.step?;
     } else if let Some(rest) = p.strip_prefix("epoch=") {

@@ -41,14 +41,13 @@ pub fn dict_line(p: &str, out: &mut Vec<Record>) -> Option<Format> {
             "iteration" => format = Format::Detectron2,
             _ => {}
         }
-        let Some(field) = kv::field_of(key) else {
+        let Some(field) = kv::lookup(key) else {
             return;
         };
         if let Some(fact) = kv::config_fact(field, key, value) {
             facts.push(fact);
-        } else {
-            kv::apply(field, value, &mut rec, &mut seen);
         }
+        kv::apply(field, value, &mut rec, &mut seen);
     });
     if is_summary {
         out.push(Record::Summary(summary));

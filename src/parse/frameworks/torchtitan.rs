@@ -6,6 +6,11 @@ use crate::parse::{kv, push_step, read_pairs};
 
 /// Every field is a plain pair; the memory unit and thousands separators are in the values.
 pub fn torchtitan(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    // The anchor: two-space separated `loss:` and a `memory:` figure; a plain `step: 5, loss: 1`
+    // is a generic key-value line.
+    if !(p.contains("  loss:") && p.contains("memory:")) {
+        return None;
+    }
     let mut rec = StepRecord::default();
     let mut seen = kv::Collected::default();
     read_pairs(p, &mut rec, &mut seen);

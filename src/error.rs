@@ -1,0 +1,31 @@
+//! The errors a run can end with, each mapped to its exit code.
+
+use std::fmt;
+
+/// Why steptop stopped: usage and config mistakes exit 2, runtime failures exit 1.
+#[derive(Debug)]
+pub enum Error {
+    /// Bad arguments or a bad config file: the user must change what they typed.
+    Usage(String),
+    /// Something failed while running (an unreadable file, a closed output).
+    Runtime(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => 2,
+            Error::Runtime(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

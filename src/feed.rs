@@ -1,0 +1,169 @@
+//! One followed file's records on their way to the model: parsed, given their time and rank,
+//! and counted for the report's sources table. Shared by whole-file reading and live following.
+
+use std::sync::Arc;
+
+use crate::model::Stamp;
+use crate::parse::record::{Format, Record};
+use crate::parse::user::UserPattern;
+use crate::parse::{LineInfo, Parser};
+
+/// Counts for one file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceStats {
+    /// Physical lines read.
+    pub lines: u64,
+    /// Typed records the lines gave.
+    pub records: u64,
+    /// Non-blank lines (or `\r` redraws) that gave no record.
+    pub unparsed: u64,
+}
+
+/// A file's parser and clock.
+pub struct Feed {
+    pub index: usize,
+    pub path: String,
+    pub stats: SourceStats,
+    parser: Parser,
+    /// The rank the file name gives (`rank3.log`), used when lines carry none.
+    file_rank: Option<u32>,
+    /// The last rank a line named, for the report.
+    line_rank: Option<u32>,
+    last_log_time: Option<f64>,
+    /// A timeline made of the logged step times, for files without timestamps.
+    synthetic: f64,
+    scratch: Vec<Record>,
+}
+
+impl Feed {
+    pub fn new(index: usize, path: &str, patterns: Arc<Vec<UserPattern>>) -> Self {
+        Feed {
+            index,
+            path: path.to_string(),
+            stats: SourceStats::default(),
+            parser: Parser::with_patterns(patterns),
+            file_rank: rank_from_name(path),
+            line_rank: None,
+            last_log_time: None,
+            synthetic: 0.0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Parses one record and hands each typed record to `sink` with its stamp. `arrival` is the
+    /// wall-clock time for live lines; whole-file reading passes `None`.
+    pub fn line(
+        &mut self,
+        line_no: u64,
+        raw: &[u8],
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) {
+        self.stats.lines = self.stats.lines.max(line_no);
+        let mut out = std::mem::take(&mut self.scratch);
+        let info = self.parser.parse(raw, &mut out);
+        if !info.blank && out.is_empty() {
+            self.stats.unparsed += 1;
+        }
+        self.stats.records += out.len() as u64;
+        let stamp = self.stamp(&info, line_no, arrival);
+        for rec in out.drain(..) {
+            if !stamp.real_time
+                && let Record::Step(s) = &rec
+                && let Some(ms) = s.step_time_ms
+            {
+                self.synthetic += ms / 1000.0;
+            }
+            sink(&stamp, rec);
+        }
+        self.scratch = out;
+    }
+
+    fn stamp(&mut self, info: &LineInfo, line: u64, arrival: Option<f64>) -> Stamp {
+        if info.rank.is_some() {
+            self.line_rank = info.rank;
+        }
+        let rank = info.rank.or(self.file_rank).unwrap_or(0);
+        let (time, real_time) = match (info.time, arrival) {
+            (Some(t), _) => {
+                self.last_log_time = Some(t);
+                (t, true)
+            }
+            (None, Some(now)) => (now, true),
+            (None, None) => (self.last_log_time.unwrap_or(self.synthetic), false),
+        };
+        Stamp {
+            time,
+            real_time,
+            source: self.index,
+            line,
+            rank,
+        }
+    }
+
+    /// The file's primary format, if any line was recognised.
+    pub fn format(&self) -> Option<Format> {
+        self.parser.primary_format()
+    }
+
+    /// Lines recognised per format.
+    pub fn format_counts(&self) -> Vec<(Format, u64)> {
+        self.parser.format_counts()
+    }
+
+    /// The rank of this file: from its lines' prefixes, else from its name.
+    pub fn rank(&self) -> Option<u32> {
+        self.line_rank.or(self.file_rank)
+    }
+}
+
+/// `rank3.log`, `train_rank12.txt`, `log.rank1` give 3, 12 and 1.
+fn rank_from_name(path: &str) -> Option<u32> {
+    let name = path.rsplit('/').next()?.to_ascii_lowercase();
+    let at = name.rfind("rank")?;
+    let digits: String = name[at + 4..]
+        .chars()
+        .skip_while(|c| *c == '_' || *c == '-')
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_from_file_names() {
+        assert_eq!(rank_from_name("logs/rank3.log"), Some(3));
+        assert_eq!(rank_from_name("train_rank_12.txt"), Some(12));
+        assert_eq!(rank_from_name("/x/rank/train.log"), None);
+    }
+
+    #[test]
+    fn lines_without_time_follow_a_timeline_of_step_times() {
+        let mut feed = Feed::new(0, "t.log", Arc::default());
+        let mut times = Vec::new();
+        for (i, line) in [
+            "iter 1: loss 1.0, time 500.00ms",
+            "iter 2: loss 1.0, time 500.00ms",
+            "noise",
+        ]
+        .iter()
+        .enumerate()
+        {
+            feed.line(i as u64 + 1, line.as_bytes(), None, &mut |s, _| {
+                times.push((s.time, s.real_time))
+            });
+        }
+        assert_eq!(times, vec![(0.0, false), (0.5, false)]);
+        assert_eq!(
+            feed.stats,
+            SourceStats {
+                lines: 3,
+                records: 2,
+                unparsed: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! The metrics model: every record, stamped with its time, folded into bounded state. No I/O and
+//! no clock of its own, so the same records always give the same model.
+
+pub mod cache;
+pub mod run;
+pub mod stages;
+pub mod window;
+
+use std::collections::BTreeMap;
+
+use crate::parse::record::{
+    ConfigFact, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
+};
+use cache::CacheState;
+use run::RankState;
+use stages::{Stages, StepFacts};
+
+/// Where and when a record was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stamp {
+    /// Seconds since the Unix epoch (or a synthetic timeline; see `real_time`).
+    pub time: f64,
+    /// True when `time` is the log's own timestamp or a live arrival time; false for a timeline
+    /// made up from logged step times, which must not be read back as step times.
+    pub real_time: bool,
+    pub source: usize,
+    pub line: u64,
+    pub rank: u32,
+}
+
+/// Sizes of the model's windows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelConfig {
+    /// Steps in the recent window (p50/p95/mean, data share, ETA).
+    pub window_steps: usize,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig { window_steps: 100 }
+    }
+}
+
+/// An event as the report lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventEntry {
+    pub kind: EventKind,
+    pub source: usize,
+    pub line: u64,
+    pub time: f64,
+    pub text: String,
+}
+
+/// Events kept in full; later ones are only counted, so memory stays bounded.
+const EVENTS_KEPT: usize = 200;
+
+/// Everything steptop knows about the run.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub cfg: ModelConfig,
+    pub ranks: BTreeMap<u32, RankState>,
+    /// Every rank's steps together.
+    pub merged: RankState,
+    pub stages: Stages,
+    pub cache: CacheState,
+    pub host_mem: Option<HostMemRecord>,
+    pub events: Vec<EventEntry>,
+    pub event_counts: BTreeMap<EventKind, u64>,
+    pub facts: Facts,
+    pub summary: SummaryRecord,
+    pub last_time: Option<f64>,
+}
+
+/// The training setup as the logs state it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Facts {
+    pub num_workers: Option<u32>,
+    pub batch_size: Option<u32>,
+    pub world_size: Option<u32>,
+    pub pin_memory: Option<bool>,
+    pub amp_dtype: Option<String>,
+    pub gradient_checkpointing: Option<bool>,
+    pub cudnn_benchmark: Option<bool>,
+    pub total_steps: Option<u64>,
+}
+
+impl Facts {
+    fn apply(&mut self, f: ConfigFact) {
+        match f {
+            ConfigFact::NumWorkers(v) => self.num_workers = Some(v),
+            ConfigFact::BatchSize(v) => self.batch_size = Some(v),
+            ConfigFact::WorldSize(v) => self.world_size = Some(v),
+            ConfigFact::PinMemory(v) => self.pin_memory = Some(v),
+            ConfigFact::AmpDtype(v) => self.amp_dtype = Some(v),
+            ConfigFact::GradientCheckpointing(v) => self.gradient_checkpointing = Some(v),
+            ConfigFact::CudnnBenchmark(v) => self.cudnn_benchmark = Some(v),
+            ConfigFact::TotalSteps(v) => self.total_steps = Some(v),
+        }
+    }
+
+    /// Samples per optimizer step across all ranks, when the logs say enough to know it.
+    pub fn global_batch(&self) -> Option<f64> {
+        Some(f64::from(self.batch_size?) * f64::from(self.world_size.unwrap_or(1)))
+    }
+}
+
+impl Model {
+    pub fn new(cfg: ModelConfig) -> Self {
+        Model {
+            cfg,
+            ranks: BTreeMap::new(),
+            merged: RankState::new(cfg.window_steps),
+            stages: Stages::new(cfg.window_steps),
+            cache: CacheState::default(),
+            host_mem: None,
+            events: Vec::new(),
+            event_counts: BTreeMap::new(),
+            facts: Facts::default(),
+            summary: SummaryRecord::default(),
+            last_time: None,
+        }
+    }
+
+    /// Folds one record into the model.
+    pub fn apply(&mut self, stamp: &Stamp, rec: Record) {
+        let t = stamp.time;
+        self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
+        match rec {
+            Record::Step(s) => self.step(stamp, &s),
+            Record::Stage(s) => self.stages.stage(s, t),
+            Record::StageTotal { ms, step } => self.stages.total(ms, step, t),
+            Record::StageBlockStart { step } => self.stages.block_start(step, t),
+            Record::Cache(c) => self.cache.apply(&c, t),
+            Record::HostMem(m) => self.host_mem = Some(m),
+            Record::Event { kind, text } => {
+                *self.event_counts.entry(kind).or_default() += 1;
+                if self.events.len() < EVENTS_KEPT {
+                    self.events.push(EventEntry {
+                        kind,
+                        source: stamp.source,
+                        line: stamp.line,
+                        time: t,
+                        text,
+                    });
+                }
+            }
+            Record::Config(f) => self.facts.apply(f),
+            Record::Summary(s) => {
+                let keep = |slot: &mut Option<f64>, v: Option<f64>| {
+                    if v.is_some() {
+                        *slot = v;
+                    }
+                };
+                keep(&mut self.summary.runtime_s, s.runtime_s);
+                keep(&mut self.summary.samples_per_s, s.samples_per_s);
+                keep(&mut self.summary.steps_per_s, s.steps_per_s);
+                keep(&mut self.summary.loss, s.loss);
+            }
+        }
+    }
+
+    fn step(&mut self, stamp: &Stamp, s: &StepRecord) {
+        let window = self.cfg.window_steps;
+        let batch = self.facts.global_batch();
+        let rank = self
+            .ranks
+            .entry(stamp.rank)
+            .or_insert_with(|| RankState::new(window));
+        let mut d = rank.derive(s, stamp.time, stamp.real_time, batch);
+        if d.total.is_none() && d.step.is_some() {
+            d.total = self.facts.total_steps;
+        }
+        rank.push(&d, stamp.time);
+        self.merged.push(&d, stamp.time);
+        if let Some(step_ms) = d.step_time_ms {
+            let facts = StepFacts {
+                time: stamp.time,
+                step_ms,
+                data_ms: d.data_time_ms.unwrap_or(0.0),
+            };
+            self.stages.step(d.step, facts);
+        }
+    }
+
+    /// Call at the end of input: closes a timing block that had no total line.
+    pub fn finish(&mut self) {
+        self.stages.close();
+    }
+
+    /// Mean unlogged time per step: from steps matched with their timing block, else from the
+    /// run's means (step minus data minus forward).
+    pub fn unlogged_ms(&self) -> Option<f64> {
+        if let Some(m) = self.stages.unlogged_ms.mean() {
+            return Some(m);
+        }
+        let step = self.merged.step_time_ms.run.mean()?;
+        let data = self.merged.data_time_ms.run.mean().unwrap_or(0.0);
+        Some((step - data - self.stages.forward_ms.mean()?).max(0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_are_kept_apart_and_merged() {
+        let mut m = Model::new(ModelConfig::default());
+        for (rank, ms) in [(0, 100.0), (1, 300.0)] {
+            let s = StepRecord {
+                step: Some(1),
+                step_time_ms: Some(ms),
+                ..StepRecord::default()
+            };
+            m.apply(
+                &Stamp {
+                    rank,
+                    ..Stamp::default()
+                },
+                Record::Step(s),
+            );
+        }
+        assert_eq!(m.ranks.len(), 2);
+        assert_eq!(m.ranks[&1].step_time_ms.run.mean(), Some(300.0));
+        assert_eq!(m.merged.step_time_ms.run.mean(), Some(200.0));
+    }
+
+    #[test]
+    fn events_are_bounded_but_counted() {
+        let mut m = Model::new(ModelConfig::default());
+        for _ in 0..(EVENTS_KEPT + 50) {
+            m.apply(
+                &Stamp::default(),
+                Record::Event {
+                    kind: EventKind::Checkpoint,
+                    text: String::new(),
+                },
+            );
+        }
+        assert_eq!(m.events.len(), EVENTS_KEPT);
+        assert_eq!(
+            m.event_counts[&EventKind::Checkpoint],
+            (EVENTS_KEPT + 50) as u64
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! One rank's progress and step figures, and the derivations a log leaves to us: step time from
+//! a rate or from timestamps, iter/s from samples/s and the batch size, and the reverse.
+
+use super::window::{Rolling, RunStats, Series, Summary};
+use crate::parse::record::StepRecord;
+
+/// A figure tracked three ways: whole run (report), recent window (live), and chart history.
+#[derive(Clone, Debug)]
+pub struct Metric {
+    pub run: RunStats,
+    pub recent: Rolling,
+    pub series: Series,
+}
+
+impl Metric {
+    pub fn new(window: usize) -> Self {
+        Metric {
+            run: RunStats::default(),
+            recent: Rolling::new(window),
+            series: Series::new(512, 512),
+        }
+    }
+
+    pub fn push(&mut self, t: f64, v: f64) {
+        self.run.push(v);
+        self.recent.push(t, v);
+        self.series.push(t, v);
+    }
+
+    /// The recent window's summary over the last `n` values.
+    pub fn recent(&self, n: usize) -> Option<Summary> {
+        self.recent.last_n(n)
+    }
+}
+
+/// First, last and lowest loss.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LossTrack {
+    pub first: Option<f64>,
+    pub last: Option<f64>,
+    pub min: Option<f64>,
+}
+
+impl LossTrack {
+    fn push(&mut self, v: f64) {
+        self.first.get_or_insert(v);
+        self.last = Some(v);
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+    }
+}
+
+/// One rank's state; the merged view of all ranks is one of these too.
+#[derive(Clone, Debug)]
+pub struct RankState {
+    pub records: u64,
+    pub first_step: Option<u64>,
+    pub last_step: Option<u64>,
+    pub total: Option<u64>,
+    pub epoch: Option<f64>,
+    pub step_time_ms: Metric,
+    pub data_time_ms: Metric,
+    /// Data and step time of the steps that logged both: the data share is sum over sum.
+    pub paired_data_ms: Metric,
+    pub paired_step_ms: Metric,
+    pub samples_per_s: Metric,
+    pub iters_per_s: Metric,
+    pub tokens_per_s: Metric,
+    pub loss: Metric,
+    pub loss_track: LossTrack,
+    pub lr: Option<f64>,
+    pub grad_norm: Option<f64>,
+    pub loss_scale: Option<f64>,
+    pub mfu_pct: Option<f64>,
+    pub memory_mb: Option<f64>,
+    pub logged_eta_s: Option<f64>,
+    pub batch_size: Option<f64>,
+    /// Time of the last step record, when it came from the log: for step time from timestamps.
+    last_stamp: Option<(f64, u64)>,
+    pub last_time: Option<f64>,
+}
+
+impl RankState {
+    pub fn new(window: usize) -> Self {
+        RankState {
+            records: 0,
+            first_step: None,
+            last_step: None,
+            total: None,
+            epoch: None,
+            step_time_ms: Metric::new(window),
+            data_time_ms: Metric::new(window),
+            paired_data_ms: Metric::new(window),
+            paired_step_ms: Metric::new(window),
+            samples_per_s: Metric::new(window),
+            iters_per_s: Metric::new(window),
+            tokens_per_s: Metric::new(window),
+            loss: Metric::new(window),
+            loss_track: LossTrack::default(),
+            lr: None,
+            grad_norm: None,
+            loss_scale: None,
+            mfu_pct: None,
+            memory_mb: None,
+            logged_eta_s: None,
+            batch_size: None,
+            last_stamp: None,
+            last_time: None,
+        }
+    }
+
+    /// Fills in what the record leaves out, as far as this rank's history allows.
+    /// `real_time` says `t` is the log's own timestamp (or a live arrival), not a synthetic one.
+    pub fn derive(
+        &mut self,
+        rec: &StepRecord,
+        t: f64,
+        real_time: bool,
+        global_batch: Option<f64>,
+    ) -> StepRecord {
+        let mut d = rec.clone();
+        let batch = rec.batch_size.or(global_batch);
+        if d.step_time_ms.is_none() {
+            d.step_time_ms = d.iters_per_s.filter(|r| *r > 0.0).map(|r| 1000.0 / r);
+        }
+        if d.step_time_ms.is_none()
+            && real_time
+            && let (Some(step), Some((t0, s0))) = (d.step, self.last_stamp)
+            && step > s0
+            && t > t0
+        {
+            d.step_time_ms = Some((t - t0) * 1000.0 / (step - s0) as f64);
+        }
+        if d.step_time_ms.is_none()
+            && let (Some(sps), Some(b)) = (d.samples_per_s, batch)
+            && sps > 0.0
+        {
+            d.step_time_ms = Some(b * 1000.0 / sps);
+        }
+        if d.iters_per_s.is_none() {
+            d.iters_per_s = d.step_time_ms.filter(|ms| *ms > 0.0).map(|ms| 1000.0 / ms);
+        }
+        if d.samples_per_s.is_none()
+            && let (Some(ips), Some(b)) = (d.iters_per_s, batch)
+        {
+            d.samples_per_s = Some(ips * b);
+        }
+        if real_time && let Some(step) = d.step {
+            // A new epoch restarts in-epoch positions: the next delta would be negative.
+            self.last_stamp = Some((t, step));
+        }
+        d
+    }
+
+    /// Records an already derived step.
+    pub fn push(&mut self, d: &StepRecord, t: f64) {
+        self.records += 1;
+        self.last_time = Some(t);
+        if let Some(step) = d.step {
+            self.first_step.get_or_insert(step);
+            self.last_step = Some(step);
+        }
+        if d.total.is_some() {
+            self.total = d.total;
+        }
+        if d.epoch.is_some() {
+            self.epoch = d.epoch;
+        }
+        let push = |m: &mut Metric, v: Option<f64>| {
+            if let Some(v) = v {
+                m.push(t, v);
+            }
+        };
+        push(&mut self.step_time_ms, d.step_time_ms);
+        push(&mut self.data_time_ms, d.data_time_ms);
+        if let (Some(data), Some(step)) = (d.data_time_ms, d.step_time_ms) {
+            self.paired_data_ms.push(t, data);
+            self.paired_step_ms.push(t, step);
+        }
+        push(&mut self.samples_per_s, d.samples_per_s);
+        push(&mut self.iters_per_s, d.iters_per_s);
+        push(&mut self.tokens_per_s, d.tokens_per_s);
+        push(&mut self.loss, d.loss);
+        if let Some(l) = d.loss {
+            self.loss_track.push(l);
+        }
+        let keep = |slot: &mut Option<f64>, v: Option<f64>| {
+            if v.is_some() {
+                *slot = v;
+            }
+        };
+        keep(&mut self.lr, d.lr);
+        keep(&mut self.grad_norm, d.grad_norm);
+        keep(&mut self.loss_scale, d.loss_scale);
+        keep(&mut self.mfu_pct, d.mfu_pct);
+        keep(&mut self.memory_mb, d.memory_mb);
+        keep(&mut self.logged_eta_s, d.eta_s);
+        keep(&mut self.batch_size, d.batch_size);
+    }
+
+    /// Share of step time spent waiting for data, over the whole run.
+    pub fn data_share(&self) -> Option<f64> {
+        let step = self.paired_step_ms.run.sum();
+        (self.paired_step_ms.run.count() > 0 && step > 0.0)
+            .then(|| self.paired_data_ms.run.sum() / step)
+    }
+
+    /// Share of step time spent waiting for data over the last `n` steps that logged both.
+    pub fn recent_data_share(&self, n: usize) -> Option<f64> {
+        let step = self.paired_step_ms.recent.sum_last(n);
+        (step > 0.0).then(|| self.paired_data_ms.recent.sum_last(n) / step)
+    }
+
+    /// Our own ETA: steps left times the recent median step time.
+    pub fn eta_s(&self, window: usize) -> Option<f64> {
+        let left = self.total?.checked_sub(self.last_step?)?;
+        Some(left as f64 * self.step_time_ms.recent(window)?.p50 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(step: u64) -> StepRecord {
+        StepRecord {
+            step: Some(step),
+            ..StepRecord::default()
+        }
+    }
+
+    #[test]
+    fn step_time_from_timestamps_then_rates() {
+        let mut r = RankState::new(10);
+        let d = r.derive(&rec(10), 100.0, true, Some(3.0));
+        assert_eq!(d.step_time_ms, None);
+        r.push(&d, 100.0);
+        let d = r.derive(&rec(12), 112.0, true, Some(3.0));
+        assert_eq!(d.step_time_ms, Some(6000.0));
+        assert_eq!(d.samples_per_s, Some(0.5));
+        let d = r.derive(
+            &StepRecord {
+                iters_per_s: Some(4.0),
+                ..rec(13)
+            },
+            0.0,
+            false,
+            None,
+        );
+        assert_eq!(d.step_time_ms, Some(250.0));
+    }
+
+    #[test]
+    fn synthetic_times_never_make_step_times() {
+        let mut r = RankState::new(10);
+        r.derive(&rec(1), 1.0, false, None);
+        assert_eq!(r.derive(&rec(2), 9.0, false, None).step_time_ms, None);
+    }
+
+    #[test]
+    fn data_share_is_a_ratio_of_sums() {
+        let mut r = RankState::new(10);
+        for (data, step) in [(10.0, 100.0), (30.0, 100.0)] {
+            let d = StepRecord {
+                data_time_ms: Some(data),
+                step_time_ms: Some(step),
+                ..rec(1)
+            };
+            r.push(&d, 0.0);
+        }
+        assert_eq!(r.data_share(), Some(0.2));
+        assert_eq!(r.recent_data_share(1), Some(0.3));
+    }
+}

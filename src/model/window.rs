@@ -1,0 +1,338 @@
+//! Bounded statistics, the only statistics code: a rolling window of the last N values, whole-run
+//! statistics in a fixed-size log histogram, and a decimated time series for charts. None of them
+//! grows with the length of the run.
+
+use std::collections::VecDeque;
+
+/// The last `cap` timestamped values, exactly: recent p50/p95/mean over the last N values or
+/// the last T seconds.
+#[derive(Clone, Debug)]
+pub struct Rolling {
+    values: VecDeque<(f64, f64)>,
+    cap: usize,
+}
+
+/// p50, p95 and mean of a window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub p50: f64,
+    pub p95: f64,
+    pub mean: f64,
+    pub n: usize,
+}
+
+impl Rolling {
+    /// A window over the last `cap` values (at least one).
+    pub fn new(cap: usize) -> Self {
+        Rolling {
+            values: VecDeque::with_capacity(cap.clamp(1, 1024)),
+            cap: cap.max(1),
+        }
+    }
+
+    pub fn push(&mut self, t: f64, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        if self.values.len() == self.cap {
+            self.values.pop_front();
+        }
+        self.values.push_back((t, v));
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    pub fn last(&self) -> Option<f64> {
+        self.values.back().map(|x| x.1)
+    }
+
+    /// Summary of the last `n` values.
+    pub fn last_n(&self, n: usize) -> Option<Summary> {
+        let skip = self.values.len().saturating_sub(n);
+        summarize(self.values.iter().skip(skip).map(|x| x.1))
+    }
+
+    /// Summary of the values at or after time `since`.
+    pub fn since(&self, since: f64) -> Option<Summary> {
+        summarize(self.values.iter().filter(|x| x.0 >= since).map(|x| x.1))
+    }
+
+    /// Sum of the last `n` values.
+    pub fn sum_last(&self, n: usize) -> f64 {
+        let skip = self.values.len().saturating_sub(n);
+        self.values.iter().skip(skip).map(|x| x.1).sum()
+    }
+}
+
+fn summarize(values: impl Iterator<Item = f64>) -> Option<Summary> {
+    let mut sorted: Vec<f64> = values.collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    Some(Summary {
+        p50: sorted[nearest_rank(0.5, n)],
+        p95: sorted[nearest_rank(0.95, n)],
+        mean: sorted.iter().sum::<f64>() / n as f64,
+        n,
+    })
+}
+
+fn nearest_rank(q: f64, n: usize) -> usize {
+    ((q * n as f64).ceil() as usize).clamp(1, n) - 1
+}
+
+/// Buckets per factor of two: a relative error under 1.1% for any quantile.
+const SUB_BUCKETS: usize = 64;
+/// Covers 2^-20 .. 2^40 (about 1e-6 .. 1e12) in the unit of the values.
+const MIN_EXP: i32 = -20;
+const OCTAVES: usize = 60;
+
+/// Whole-run statistics in constant memory: count, sum, min, max, and quantiles from a
+/// log-spaced histogram. Non-positive values are counted in the lowest bucket.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    buckets: Vec<u64>,
+}
+
+impl Default for RunStats {
+    fn default() -> Self {
+        RunStats {
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            buckets: Vec::new(),
+        }
+    }
+}
+
+impl RunStats {
+    pub fn push(&mut self, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        if self.buckets.is_empty() {
+            self.buckets = vec![0; OCTAVES * SUB_BUCKETS];
+        }
+        self.count += 1;
+        self.sum += v;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.buckets[bucket_of(v)] += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    pub fn min(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.min)
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.max)
+    }
+
+    /// The q-quantile, within the histogram's relative error, clamped to the seen range.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(bucket_mid(i).clamp(self.min, self.max));
+            }
+        }
+        Some(self.max)
+    }
+
+    /// Adds another run's statistics (one rank's into the merged view).
+    pub fn merge(&mut self, other: &RunStats) {
+        if other.count == 0 {
+            return;
+        }
+        if self.buckets.is_empty() {
+            self.buckets = vec![0; OCTAVES * SUB_BUCKETS];
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+    }
+}
+
+fn bucket_of(v: f64) -> usize {
+    if v <= 0.0 {
+        return 0;
+    }
+    let l = v.log2();
+    let octave = (l.floor() as i32 - MIN_EXP).clamp(0, OCTAVES as i32 - 1) as usize;
+    let frac = (l - l.floor()).clamp(0.0, 1.0);
+    let sub = ((frac * SUB_BUCKETS as f64) as usize).min(SUB_BUCKETS - 1);
+    octave * SUB_BUCKETS + sub
+}
+
+fn bucket_mid(i: usize) -> f64 {
+    let octave = (i / SUB_BUCKETS) as i32 + MIN_EXP;
+    let sub = (i % SUB_BUCKETS) as f64 + 0.5;
+    2f64.powf(f64::from(octave) + sub / SUB_BUCKETS as f64)
+}
+
+/// One point of a chart: the time span it covers and the min, max and mean of its values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    pub t0: f64,
+    pub t1: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub n: u32,
+}
+
+/// A time series whose memory stays flat: the newest `recent` points at full resolution; older
+/// points are merged pairwise (keeping min and max) whenever the old part fills up, so the whole
+/// history is always there at a coarser grain.
+#[derive(Clone, Debug)]
+pub struct Series {
+    old: Vec<Point>,
+    recent: VecDeque<Point>,
+    recent_cap: usize,
+    old_cap: usize,
+}
+
+impl Series {
+    pub fn new(recent_cap: usize, old_cap: usize) -> Self {
+        Series {
+            old: Vec::new(),
+            recent: VecDeque::new(),
+            recent_cap: recent_cap.max(1),
+            old_cap: old_cap.max(2),
+        }
+    }
+
+    pub fn push(&mut self, t: f64, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        self.recent.push_back(Point {
+            t0: t,
+            t1: t,
+            min: v,
+            max: v,
+            mean: v,
+            n: 1,
+        });
+        if self.recent.len() > self.recent_cap
+            && let Some(p) = self.recent.pop_front()
+        {
+            self.old.push(p);
+            if self.old.len() >= self.old_cap {
+                self.old = self.old.chunks(2).map(merge_points).collect();
+            }
+        }
+    }
+
+    /// Every point, oldest first.
+    pub fn points(&self) -> impl Iterator<Item = &Point> {
+        self.old.iter().chain(self.recent.iter())
+    }
+
+    pub fn len(&self) -> usize {
+        self.old.len() + self.recent.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn merge_points(pair: &[Point]) -> Point {
+    let mut p = pair[0];
+    for q in &pair[1..] {
+        let n = p.n + q.n;
+        p.mean = (p.mean * f64::from(p.n) + q.mean * f64::from(q.n)) / f64::from(n);
+        p.n = n;
+        p.t1 = q.t1;
+        p.min = p.min.min(q.min);
+        p.max = p.max.max(q.max);
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolling_keeps_the_last_values() {
+        let mut r = Rolling::new(3);
+        for v in [1.0, 2.0, 3.0, 4.0] {
+            r.push(v * 10.0, v);
+        }
+        assert_eq!(r.len(), 3);
+        let s = r.last_n(10).unwrap();
+        assert_eq!((s.mean, s.p50, s.p95, s.n), (3.0, 3.0, 4.0, 3));
+        assert_eq!(r.since(35.0).map(|s| s.n), Some(1));
+        assert_eq!(r.last_n(2).map(|s| s.mean), Some(3.5));
+    }
+
+    #[test]
+    fn run_stats_quantiles_are_within_the_relative_error() {
+        let mut s = RunStats::default();
+        for i in 1..=10_000 {
+            s.push(f64::from(i));
+        }
+        let p50 = s.quantile(0.5).unwrap();
+        let p95 = s.quantile(0.95).unwrap();
+        assert!((p50 / 5000.0 - 1.0).abs() < 0.011, "{p50}");
+        assert!((p95 / 9500.0 - 1.0).abs() < 0.011, "{p95}");
+        assert_eq!(s.mean(), Some(5000.5));
+        assert_eq!((s.min(), s.max()), (Some(1.0), Some(10_000.0)));
+    }
+
+    #[test]
+    fn a_constant_is_exact() {
+        let mut s = RunStats::default();
+        for _ in 0..5 {
+            s.push(6000.0);
+        }
+        assert_eq!(s.quantile(0.5), Some(6000.0));
+    }
+
+    #[test]
+    fn series_memory_is_flat_and_keeps_extremes() {
+        let mut s = Series::new(10, 16);
+        for i in 0..100_000 {
+            s.push(f64::from(i), if i == 500 { 1e9 } else { 1.0 });
+        }
+        assert!(s.len() <= 26, "{}", s.len());
+        assert_eq!(s.points().map(|p| p.max).fold(0.0, f64::max), 1e9);
+        assert_eq!(s.points().map(|p| p.n).sum::<u32>(), 100_000);
+    }
+}

@@ -1,0 +1,117 @@
+//! The report as markdown, for pasting into an issue or a chat.
+
+use std::fmt::Write;
+
+use super::Report;
+use super::text::{duration, ms, num, pct};
+
+/// GitHub-flavoured markdown tables.
+pub fn render(r: &Report) -> String {
+    let mut o = String::from("## steptop report\n\n");
+    let _ = writeln!(o, "{} step records", r.steps.count);
+    if let (Some(first), Some(last)) = (r.steps.first, r.steps.last) {
+        let _ = write!(o, " (steps {first}..{last}");
+        if let Some(total) = r.steps.total {
+            let _ = write!(o, " of {total}");
+        }
+        o.push(')');
+    }
+    o.push_str("\n\n### Where a step's time goes\n\n");
+    match r.step_time_ms {
+        Some(step) => {
+            let _ = writeln!(
+                o,
+                "Step time p50 {}, p95 {}, mean {}.\n",
+                ms(step.p50),
+                ms(step.p95),
+                ms(step.mean)
+            );
+            o.push_str("| part | time | share of step |\n|---|---:|---:|\n");
+            let rows = [
+                ("data loading", r.data_time_ms.map(|d| d.mean)),
+                ("forward (logged stages)", r.forward_ms),
+                ("unlogged (backward, optimizer, sync)", r.unlogged_ms),
+            ];
+            for (name, v) in rows {
+                match v {
+                    Some(v) => {
+                        let _ = writeln!(o, "| {name} | {} | {} |", ms(v), pct(v / step.mean));
+                    }
+                    None => {
+                        let _ = writeln!(o, "| {name} | - | - |");
+                    }
+                }
+            }
+        }
+        None => o.push_str("No step times in these logs.\n"),
+    }
+    if !r.stages.is_empty() {
+        o.push_str("\n### Forward stages\n\n| stage | mean | p50 | share of forward |\n|---|---:|---:|---:|\n");
+        for s in &r.stages {
+            let name = format!(
+                "{}{}",
+                "&nbsp;&nbsp;".repeat(usize::from(s.depth)),
+                escape(&s.name)
+            );
+            let share = s.share.map_or("-".into(), pct);
+            let _ = writeln!(
+                o,
+                "| {name} | {} | {} | {share} |",
+                ms(s.mean_ms),
+                ms(s.p50_ms)
+            );
+        }
+    }
+    o.push_str("\n### Figures\n\n| figure | value |\n|---|---|\n");
+    let mut row = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            let _ = writeln!(o, "| {k} | {v} |");
+        }
+    };
+    row("samples/s (p50)", r.samples_per_s.map(num));
+    row("it/s (p50)", r.iters_per_s.map(num));
+    row("tokens/s (p50)", r.tokens_per_s.map(num));
+    row("data share", r.data_share.map(pct));
+    row(
+        "loss first / last / min",
+        r.loss
+            .first
+            .zip(r.loss.last)
+            .zip(r.loss.min)
+            .map(|((f, l), m)| format!("{} / {} / {}", num(f), num(l), num(m))),
+    );
+    row(
+        "cache hit rate",
+        r.cache.as_ref().and_then(|c| c.hit_rate).map(pct),
+    );
+    row(
+        "cache recent hit rate",
+        r.cache.as_ref().and_then(|c| c.recent_hit_rate).map(pct),
+    );
+    row("ETA", r.progress.eta_s.map(duration));
+    if !r.event_counts.is_empty() {
+        o.push_str("\n### Events\n\n");
+        for c in &r.event_counts {
+            let _ = writeln!(o, "- {} {}", c.count, c.kind);
+        }
+    }
+    o.push_str("\n### Sources\n\n| file | format | rank | lines | records | unparsed |\n|---|---|---:|---:|---:|---:|\n");
+    for s in &r.sources {
+        let rank = s.rank.map_or("-".into(), |r| r.to_string());
+        let _ = writeln!(
+            o,
+            "| {} | {} | {rank} | {} | {} | {} |",
+            escape(&s.path),
+            s.format.unwrap_or("-"),
+            s.lines,
+            s.records,
+            s.unparsed
+        );
+    }
+    o
+}
+
+/// Keeps a log's text from breaking the table.
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('<', "&lt;")
+}

@@ -1,0 +1,343 @@
+//! `steptop report`: whole files through the same parser and model, summarised once. The JSON
+//! form is a versioned schema (see README); text is for a terminal, markdown for an issue.
+
+mod markdown;
+mod text;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::feed::Feed;
+use crate::model::window::RunStats;
+use crate::model::{Model, run::RankState};
+use crate::source;
+
+pub use markdown::render as render_markdown;
+pub use text::render as render_text;
+
+/// Bumped on any change a consumer of the JSON would notice.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The files read and the model they built.
+pub struct Analysis {
+    pub model: Model,
+    pub feeds: Vec<Feed>,
+}
+
+/// Reads every file whole, in the order given, into one model.
+pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
+    let mut model = Model::new(cfg.model);
+    let mut feeds = Vec::with_capacity(paths.len());
+    for (i, path) in paths.iter().enumerate() {
+        let mut feed = Feed::new(i, &path.display().to_string(), cfg.patterns.clone());
+        source::read_records(path, &mut |line_no, raw| {
+            feed.line(line_no, raw, None, &mut |stamp, rec| {
+                model.apply(stamp, rec)
+            });
+        })
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+        feeds.push(feed);
+    }
+    model.finish();
+    Ok(Analysis { model, feeds })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub sources: Vec<SourceOut>,
+    pub steps: StepsOut,
+    pub progress: ProgressOut,
+    pub step_time_ms: Option<Quantiles>,
+    pub data_time_ms: Option<Quantiles>,
+    pub data_share: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub iters_per_s: Option<f64>,
+    pub tokens_per_s: Option<f64>,
+    pub stages: Vec<StageOut>,
+    pub forward_ms: Option<f64>,
+    pub unlogged_ms: Option<f64>,
+    pub cache: Option<CacheOut>,
+    pub loss: LossOut,
+    pub last: LastOut,
+    pub ranks: Vec<RankOut>,
+    pub config: ConfigOut,
+    pub summary: Option<SummaryOut>,
+    pub host_memory: Option<HostMemOut>,
+    pub events: Vec<EventOut>,
+    pub event_counts: Vec<EventCount>,
+    pub alerts: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SourceOut {
+    pub path: String,
+    pub format: Option<&'static str>,
+    pub lines: u64,
+    pub records: u64,
+    pub unparsed: u64,
+    pub rank: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StepsOut {
+    pub count: u64,
+    pub first: Option<u64>,
+    pub last: Option<u64>,
+    pub total: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProgressOut {
+    pub epoch: Option<f64>,
+    /// Our own estimate: steps left times the recent median step time.
+    pub eta_s: Option<f64>,
+    /// The last ETA the log printed.
+    pub logged_eta_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Clone, Copy)]
+pub struct Quantiles {
+    pub p50: f64,
+    pub p95: f64,
+    pub mean: f64,
+}
+
+impl Quantiles {
+    fn of(s: &RunStats) -> Option<Quantiles> {
+        Some(Quantiles {
+            p50: s.quantile(0.5)?,
+            p95: s.quantile(0.95)?,
+            mean: s.mean()?,
+        })
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageOut {
+    pub name: String,
+    pub depth: u8,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    /// Share of the forward time (0..1).
+    pub share: Option<f64>,
+    /// Recent mean over the run's own early mean.
+    pub trend: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CacheOut {
+    pub hit_rate: Option<f64>,
+    pub recent_hit_rate: Option<f64>,
+    pub hits: Option<u64>,
+    pub misses: Option<u64>,
+    pub items: Option<u64>,
+    pub memory_used_mb: Option<f64>,
+    pub memory_total_mb: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LossOut {
+    pub first: Option<f64>,
+    pub last: Option<f64>,
+    pub min: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LastOut {
+    pub lr: Option<f64>,
+    pub grad_norm: Option<f64>,
+    pub loss_scale: Option<f64>,
+    pub mfu_pct: Option<f64>,
+    pub memory_mb: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RankOut {
+    pub rank: u32,
+    pub steps: u64,
+    pub last: Option<u64>,
+    pub step_time_ms: Option<Quantiles>,
+    pub data_share: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConfigOut {
+    pub num_workers: Option<u32>,
+    pub batch_size: Option<u32>,
+    pub world_size: Option<u32>,
+    pub pin_memory: Option<bool>,
+    pub amp_dtype: Option<String>,
+    pub gradient_checkpointing: Option<bool>,
+    pub cudnn_benchmark: Option<bool>,
+    pub total_steps: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SummaryOut {
+    pub runtime_s: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub steps_per_s: Option<f64>,
+    pub loss: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HostMemOut {
+    pub process_mb: Option<f64>,
+    pub system_used_mb: Option<f64>,
+    pub system_total_mb: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EventOut {
+    pub kind: &'static str,
+    pub source: String,
+    pub line: u64,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EventCount {
+    pub kind: &'static str,
+    pub count: u64,
+}
+
+impl Report {
+    /// Summarises an analysis.
+    pub fn build(a: &Analysis) -> Report {
+        let m = &a.model;
+        let g = &m.merged;
+        let forward = m.stages.forward_ms.mean();
+        let hottest = m.stages.hottest();
+        let cache = &m.cache;
+        let f = &m.facts;
+        Report {
+            schema_version: SCHEMA_VERSION,
+            sources: a
+                .feeds
+                .iter()
+                .map(|feed| SourceOut {
+                    path: feed.path.clone(),
+                    format: feed.format().map(|f| f.name()),
+                    lines: feed.stats.lines,
+                    records: feed.stats.records,
+                    unparsed: feed.stats.unparsed,
+                    rank: feed.rank(),
+                })
+                .collect(),
+            steps: StepsOut {
+                count: g.records,
+                first: m.ranks.values().filter_map(|r| r.first_step).min(),
+                last: m.ranks.values().filter_map(|r| r.last_step).max(),
+                total: g.total.or(f.total_steps),
+            },
+            progress: ProgressOut {
+                epoch: g.epoch,
+                eta_s: g.eta_s(m.cfg.window_steps),
+                logged_eta_s: g.logged_eta_s,
+            },
+            step_time_ms: Quantiles::of(&g.step_time_ms.run),
+            data_time_ms: Quantiles::of(&g.data_time_ms.run),
+            data_share: g.data_share(),
+            samples_per_s: g.samples_per_s.run.quantile(0.5),
+            iters_per_s: g.iters_per_s.run.quantile(0.5),
+            tokens_per_s: g.tokens_per_s.run.quantile(0.5),
+            stages: hottest
+                .iter()
+                .filter_map(|s| {
+                    let mean = s.ms.mean()?;
+                    Some(StageOut {
+                        name: s.name.clone(),
+                        depth: s.depth,
+                        mean_ms: mean,
+                        p50_ms: s.ms.quantile(0.5)?,
+                        share: forward.filter(|f| *f > 0.0).map(|f| mean / f),
+                        trend: s.trend(m.cfg.window_steps),
+                    })
+                })
+                .collect(),
+            forward_ms: forward,
+            unlogged_ms: m.unlogged_ms(),
+            cache: (cache.readings > 0 || cache.printed_rate.is_some() || cache.items.is_some())
+                .then(|| CacheOut {
+                    hit_rate: cache.hit_rate(),
+                    recent_hit_rate: cache.recent_hit_rate,
+                    hits: cache.hits,
+                    misses: cache.misses,
+                    items: cache.items,
+                    memory_used_mb: cache.memory_used_mb,
+                    memory_total_mb: cache.memory_total_mb,
+                }),
+            loss: LossOut {
+                first: g.loss_track.first,
+                last: g.loss_track.last,
+                min: g.loss_track.min,
+            },
+            last: LastOut {
+                lr: g.lr,
+                grad_norm: g.grad_norm,
+                loss_scale: g.loss_scale,
+                mfu_pct: g.mfu_pct,
+                memory_mb: g.memory_mb,
+            },
+            ranks: m.ranks.iter().map(|(rank, r)| rank_out(*rank, r)).collect(),
+            config: ConfigOut {
+                num_workers: f.num_workers,
+                batch_size: f.batch_size,
+                world_size: f.world_size,
+                pin_memory: f.pin_memory,
+                amp_dtype: f.amp_dtype.clone(),
+                gradient_checkpointing: f.gradient_checkpointing,
+                cudnn_benchmark: f.cudnn_benchmark,
+                total_steps: f.total_steps,
+            },
+            summary: (m.summary != Default::default()).then(|| SummaryOut {
+                runtime_s: m.summary.runtime_s,
+                samples_per_s: m.summary.samples_per_s,
+                steps_per_s: m.summary.steps_per_s,
+                loss: m.summary.loss,
+            }),
+            host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
+                process_mb: h.process_mb,
+                system_used_mb: h.system_used_mb,
+                system_total_mb: h.system_total_mb,
+            }),
+            events: m
+                .events
+                .iter()
+                .map(|e| EventOut {
+                    kind: e.kind.name(),
+                    source: a
+                        .feeds
+                        .get(e.source)
+                        .map(|f| f.path.clone())
+                        .unwrap_or_default(),
+                    line: e.line,
+                    text: e.text.clone(),
+                })
+                .collect(),
+            event_counts: m
+                .event_counts
+                .iter()
+                .map(|(k, n)| EventCount {
+                    kind: k.name(),
+                    count: *n,
+                })
+                .collect(),
+            alerts: Vec::new(),
+        }
+    }
+}
+
+fn rank_out(rank: u32, r: &RankState) -> RankOut {
+    RankOut {
+        rank,
+        steps: r.records,
+        last: r.last_step,
+        step_time_ms: Quantiles::of(&r.step_time_ms.run),
+        data_share: r.data_share(),
+    }
+}

@@ -1,0 +1,243 @@
+//! The report for a terminal: where a step's time goes first, then the figures behind it.
+
+use std::fmt::Write;
+
+use super::Report;
+
+/// Plain text, at most 80 columns, no escape sequences.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let files = r.sources.len();
+    let _ = write!(
+        o,
+        "steptop report: {files} file{}, {} step records",
+        plural(files),
+        r.steps.count
+    );
+    if let (Some(first), Some(last)) = (r.steps.first, r.steps.last) {
+        let _ = write!(o, " (steps {first}..{last}");
+        if let Some(total) = r.steps.total {
+            let _ = write!(o, " of {total}");
+        }
+        o.push(')');
+    }
+    o.push('\n');
+    breakdown(r, &mut o);
+    stages(r, &mut o);
+    o.push('\n');
+    line(&mut o, "throughput", throughput(r));
+    line(&mut o, "loss", loss(r));
+    if let Some(c) = &r.cache {
+        let mut s = match c.hit_rate {
+            Some(h) => format!("hit rate {}", pct(h)),
+            None => "hit rate -".to_string(),
+        };
+        if let Some(rr) = c.recent_hit_rate {
+            let _ = write!(s, " (recent {})", pct(rr));
+        }
+        if let (Some(h), Some(m)) = (c.hits, c.misses) {
+            let _ = write!(s, ", {h} hits / {m} misses");
+        }
+        line(&mut o, "cache", s);
+    }
+    if let Some(eta) = r.progress.eta_s {
+        line(&mut o, "eta", duration(eta));
+    }
+    if let Some(s) = &r.summary
+        && let Some(rt) = s.runtime_s
+    {
+        line(&mut o, "train runtime", duration(rt));
+    }
+    events(r, &mut o);
+    o.push_str("\nsources\n");
+    for s in &r.sources {
+        let _ = writeln!(
+            o,
+            "  {}  {}  rank {}  {} lines, {} records, {} unparsed",
+            s.path,
+            s.format.unwrap_or("unrecognised"),
+            s.rank.map_or("-".to_string(), |r| r.to_string()),
+            s.lines,
+            s.records,
+            s.unparsed
+        );
+    }
+    o
+}
+
+fn breakdown(r: &Report, o: &mut String) {
+    let Some(step) = r.step_time_ms else {
+        o.push_str("\nno step times in these logs: nothing to break down\n");
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "\nwhere a step's time goes (step p50 {}, p95 {}, mean {})",
+        ms(step.p50),
+        ms(step.p95),
+        ms(step.mean)
+    );
+    let data = r.data_time_ms.map(|d| d.mean);
+    let rows = [
+        ("data loading", data, "waiting for the next batch"),
+        (
+            "forward (logged)",
+            r.forward_ms,
+            "the stages the timing log covers",
+        ),
+        (
+            "unlogged",
+            r.unlogged_ms,
+            "backward, optimizer, sync: in no log",
+        ),
+    ];
+    for (name, v, why) in rows {
+        match v {
+            Some(v) => {
+                let share = v / step.mean;
+                let _ = writeln!(
+                    o,
+                    "  {name:<17} {:>11} {:>6}  {:<12} {why}",
+                    ms(v),
+                    pct(share),
+                    bar(share, 12)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "  {name:<17} {:>11} {:>6}  {:<12} not in the logs",
+                    "-", "", ""
+                );
+            }
+        }
+    }
+}
+
+fn stages(r: &Report, o: &mut String) {
+    if r.stages.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nforward stages, hottest first        mean        p50   share"
+    );
+    for s in r.stages.iter().take(12) {
+        let indent = "  ".repeat(usize::from(s.depth) + 1);
+        let name: String = s.name.chars().take(32 - indent.len()).collect();
+        let _ = writeln!(
+            o,
+            "{indent}{name:<width$} {:>10} {:>10} {:>7}",
+            ms(s.mean_ms),
+            ms(s.p50_ms),
+            s.share.map_or("-".to_string(), pct),
+            width = 32 - indent.len()
+        );
+    }
+    if r.stages.len() > 12 {
+        let _ = writeln!(o, "  ... {} more", r.stages.len() - 12);
+    }
+}
+
+fn throughput(r: &Report) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = r.samples_per_s {
+        parts.push(format!("{} samples/s", num(v)));
+    }
+    if let Some(v) = r.iters_per_s {
+        parts.push(format!("{} it/s", num(v)));
+    }
+    if let Some(v) = r.tokens_per_s {
+        parts.push(format!("{} tokens/s", num(v)));
+    }
+    if let Some(v) = r.data_share {
+        parts.push(format!("data share {}", pct(v)));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn loss(r: &Report) -> String {
+    match (r.loss.first, r.loss.last, r.loss.min) {
+        (Some(f), Some(l), Some(m)) => format!("first {}, last {}, min {}", num(f), num(l), num(m)),
+        _ => "-".into(),
+    }
+}
+
+fn events(r: &Report, o: &mut String) {
+    if r.event_counts.is_empty() {
+        return;
+    }
+    let counts: Vec<String> = r
+        .event_counts
+        .iter()
+        .map(|c| format!("{} {}", c.count, c.kind))
+        .collect();
+    line(o, "events", counts.join(", "));
+    for e in r
+        .events
+        .iter()
+        .filter(|e| e.kind != "checkpoint" && e.kind != "eval")
+        .take(8)
+    {
+        let text: String = e.text.chars().take(56).collect();
+        let _ = writeln!(o, "  {}:{}  {text}", short(&e.source), e.line);
+    }
+}
+
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn line(o: &mut String, label: &str, value: String) {
+    let _ = writeln!(o, "{label:<14}{value}");
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn bar(share: f64, width: usize) -> String {
+    let n = (share.clamp(0.0, 1.0) * width as f64).round() as usize;
+    "#".repeat(n)
+}
+
+/// Milliseconds, switching to seconds above 10 s.
+pub(super) fn ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+pub(super) fn pct(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+/// Three significant figures, without a float's noise.
+pub(super) fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 || a == 0.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+pub(super) fn duration(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h:02}:{m:02}:{sec:02}")
+    } else {
+        format!("{h}:{m:02}:{sec:02}")
+    }
+}
