@@ -206,10 +206,10 @@ impl Stages {
             if self.steps.contains_key(&step) {
                 return;
             }
-            if let Some(i) = self.pending.iter().position(|(s, _)| *s == step) {
-                if let Some((_, forward)) = self.pending.remove(i) {
-                    self.record_unlogged(f, forward);
-                }
+            if let Some(i) = self.pending.iter().position(|(s, _)| *s == step)
+                && let Some((_, forward)) = self.pending.remove(i)
+            {
+                self.record_unlogged(f, forward);
             }
             self.steps.insert(step, f);
             if self.steps.len() > MATCH_KEEP {

@@ -1,7 +1,9 @@
 //! Failure and milestone messages inside training logs: CUDA OOM, killed DataLoader workers,
 //! NCCL watchdog timeouts, torchrun failures, tracebacks, loss-scale overflows, checkpoints.
 
-use memchr::memmem;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use super::push_event;
 use super::record::{EventKind, Record};
@@ -30,6 +32,14 @@ const PHRASES: &[(&str, EventKind)] = &[
     ("EMORY CRITICAL", EventKind::MemoryCritical),
 ];
 
+/// The phrases' searchers, built once: building one costs more than a search.
+static FINDERS: LazyLock<Vec<(Finder<'static>, EventKind)>> = LazyLock::new(|| {
+    PHRASES
+        .iter()
+        .map(|(p, k)| (Finder::new(p.as_bytes()), *k))
+        .collect()
+});
+
 /// Appends at most one event for the line: the first phrase found wins, so a line that names
 /// an OOM inside a traceback counts once, as the OOM.
 pub fn detect(p: &str, out: &mut Vec<Record>) {
@@ -38,8 +48,8 @@ pub fn detect(p: &str, out: &mut Vec<Record>) {
     if hay.len() < 9 || memchr::memchr(b' ', hay).is_none() {
         return;
     }
-    for (phrase, kind) in PHRASES {
-        if memmem::find(hay, phrase.as_bytes()).is_some() {
+    for (finder, kind) in FINDERS.iter() {
+        if finder.find(hay).is_some() {
             push_event(*kind, p, out);
             return;
         }

@@ -120,6 +120,11 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
         // The next pair in the same segment starts after this value's first token
         // (`base_lr: 2.0000e-03 lr: 5.9600e-05`).
         let tok_end = value.find(' ').unwrap_or(value.len());
+        // `config: world_size=2 batch_size=32`: an unknown key whose value is itself a pair.
+        if lookup(key).is_none() && value[..tok_end].contains('=') {
+            rest = value;
+            continue;
+        }
         if value[tok_end..].trim_start().starts_with("day") {
             // `eta: 1 day, 2:03:04` is one value.
             return;
@@ -193,7 +198,7 @@ pub enum Field {
 /// to its last word.
 pub fn lookup(key: &str) -> Option<Field> {
     field_of(key).or_else(|| {
-        let last = key.rsplit(' ').next()?;
+        let last = key.rsplit([' ', '(', '[', '{']).next()?;
         if last.len() == key.len() {
             None
         } else {
@@ -369,7 +374,11 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
 
 /// A config fact from a key and its value, when the key names one.
 pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
-    let word = value.split([',', ' ', ')', '\'', '"']).next().unwrap_or("");
+    let word = value
+        .split([' ', ')', '\'', '"'])
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(',');
     let flag = || match word.to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Some(true),
         "false" | "0" | "no" | "off" | "none" => Some(false),

@@ -89,6 +89,7 @@ impl Parser {
             ..LineInfo::default()
         };
         self.ctx.since_cache = self.ctx.since_cache.saturating_add(1);
+        let before = out.len();
         info.format = if self.user.is_empty() {
             None
         } else {
@@ -98,7 +99,11 @@ impl Parser {
             let payload = launcher_host(payload).unwrap_or(payload);
             info.format = dispatch(payload, prefix.logger, &mut self.ctx, out);
         }
-        events::detect(payload, out);
+        // Step lines never carry these messages (a message glued onto a bar is looked at by
+        // the bar's parser), so the searches run only on the other lines.
+        if !out[before..].iter().any(|r| matches!(r, Record::Step(_))) {
+            events::detect(payload, out);
+        }
         if let Some(f) = info.format {
             self.counts[f as usize] += 1;
         }

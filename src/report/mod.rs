@@ -294,7 +294,7 @@ impl Report {
                 cudnn_benchmark: f.cudnn_benchmark,
                 total_steps: f.total_steps,
             },
-            summary: (m.summary != Default::default()).then(|| SummaryOut {
+            summary: (m.summary != Default::default()).then_some(SummaryOut {
                 runtime_s: m.summary.runtime_s,
                 samples_per_s: m.summary.samples_per_s,
                 steps_per_s: m.summary.steps_per_s,

@@ -80,16 +80,8 @@ fn breakdown(r: &Report, o: &mut String) {
     let data = r.data_time_ms.map(|d| d.mean);
     let rows = [
         ("data loading", data, "waiting for the next batch"),
-        (
-            "forward (logged)",
-            r.forward_ms,
-            "the stages the timing log covers",
-        ),
-        (
-            "unlogged",
-            r.unlogged_ms,
-            "backward, optimizer, sync: in no log",
-        ),
+        ("forward (logged)", r.forward_ms, "stages in the timing log"),
+        ("unlogged", r.unlogged_ms, "backward, optimizer, sync"),
     ];
     for (name, v, why) in rows {
         match v {

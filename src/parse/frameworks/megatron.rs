@@ -8,8 +8,10 @@ pub fn megatron(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let at = p.find("iteration")?;
     let after = p[at + "iteration".len()..].trim_start_matches([' ', '=']);
     let (i, rest) = after.split_once('/')?;
-    let mut rec = StepRecord::default();
-    rec.step = Some(num::integer(i)?);
+    let mut rec = StepRecord {
+        step: Some(num::integer(i)?),
+        ..StepRecord::default()
+    };
     let rest = rest.trim_start();
     rec.total = num::integer(rest);
     let rest = rest.find('|').map_or("", |bar| &rest[bar..]);

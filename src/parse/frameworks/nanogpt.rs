@@ -6,8 +6,10 @@ use crate::parse::{kv, num, push_step, read_pairs};
 /// `mfu -100.00%` is nanoGPT's "not measured yet" and is dropped by the field rules.
 pub fn nanogpt(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let (head, rest) = p.strip_prefix("iter ")?.split_once(':')?;
-    let mut rec = StepRecord::default();
-    rec.step = Some(num::integer(head)?);
+    let mut rec = StepRecord {
+        step: Some(num::integer(head)?),
+        ..StepRecord::default()
+    };
     let mut seen = kv::Collected::default();
     read_pairs(rest, &mut rec, &mut seen);
     push_step(rec, &seen, p, out);

@@ -11,10 +11,12 @@ pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let (epoch, rest) = body.split_once(" [")?;
     let (pos, rest) = rest.split_once(" (")?;
     let (i, n) = pos.split_once('/')?;
-    let mut rec = StepRecord::default();
-    rec.epoch = Some(num::number(epoch)?);
-    rec.step = Some(num::integer(i)?);
-    rec.total = num::integer(n);
+    let mut rec = StepRecord {
+        epoch: Some(num::number(epoch)?),
+        step: Some(num::integer(i)?),
+        total: num::integer(n),
+        ..StepRecord::default()
+    };
     let mut seen = kv::Collected::default();
     let after = |label: &str| {
         rest.find(label)
