@@ -35,7 +35,7 @@ fn logish() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(600))]
 
     #[test]
     fn arbitrary_lines_never_panic_and_numbers_are_finite(lines in prop::collection::vec(logish(), 1..20)) {
