@@ -72,7 +72,7 @@ pub struct Model {
 }
 
 /// The training setup as the logs state it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Facts {
     pub num_workers: Option<u32>,
     pub batch_size: Option<u32>,

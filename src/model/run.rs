@@ -34,7 +34,7 @@ impl Metric {
 }
 
 /// First, last and lowest loss.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LossTrack {
     pub first: Option<f64>,
     pub last: Option<f64>,

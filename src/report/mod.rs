@@ -11,8 +11,10 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::error::Error;
 use crate::feed::Feed;
+use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
-use crate::model::{Model, run::RankState};
+use crate::model::{Facts, Model};
+use crate::parse::record::SummaryRecord;
 use crate::source;
 
 pub use markdown::render as render_markdown;
@@ -61,11 +63,11 @@ pub struct Report {
     pub forward_ms: Option<f64>,
     pub unlogged_ms: Option<f64>,
     pub cache: Option<CacheOut>,
-    pub loss: LossOut,
+    pub loss: LossTrack,
     pub last: LastOut,
     pub ranks: Vec<RankOut>,
-    pub config: ConfigOut,
-    pub summary: Option<SummaryOut>,
+    pub config: Facts,
+    pub summary: Option<SummaryRecord>,
     pub host_memory: Option<HostMemOut>,
     pub events: Vec<EventOut>,
     pub event_counts: Vec<EventCount>,
@@ -140,13 +142,6 @@ pub struct CacheOut {
 }
 
 #[derive(Debug, Serialize)]
-pub struct LossOut {
-    pub first: Option<f64>,
-    pub last: Option<f64>,
-    pub min: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
 pub struct LastOut {
     pub lr: Option<f64>,
     pub grad_norm: Option<f64>,
@@ -162,26 +157,6 @@ pub struct RankOut {
     pub last: Option<u64>,
     pub step_time_ms: Option<Quantiles>,
     pub data_share: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ConfigOut {
-    pub num_workers: Option<u32>,
-    pub batch_size: Option<u32>,
-    pub world_size: Option<u32>,
-    pub pin_memory: Option<bool>,
-    pub amp_dtype: Option<String>,
-    pub gradient_checkpointing: Option<bool>,
-    pub cudnn_benchmark: Option<bool>,
-    pub total_steps: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct SummaryOut {
-    pub runtime_s: Option<f64>,
-    pub samples_per_s: Option<f64>,
-    pub steps_per_s: Option<f64>,
-    pub loss: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -271,11 +246,7 @@ impl Report {
                     memory_used_mb: cache.memory_used_mb,
                     memory_total_mb: cache.memory_total_mb,
                 }),
-            loss: LossOut {
-                first: g.loss_track.first,
-                last: g.loss_track.last,
-                min: g.loss_track.min,
-            },
+            loss: g.loss_track,
             last: LastOut {
                 lr: g.lr,
                 grad_norm: g.grad_norm,
@@ -284,22 +255,8 @@ impl Report {
                 memory_mb: g.memory_mb,
             },
             ranks: m.ranks.iter().map(|(rank, r)| rank_out(*rank, r)).collect(),
-            config: ConfigOut {
-                num_workers: f.num_workers,
-                batch_size: f.batch_size,
-                world_size: f.world_size,
-                pin_memory: f.pin_memory,
-                amp_dtype: f.amp_dtype.clone(),
-                gradient_checkpointing: f.gradient_checkpointing,
-                cudnn_benchmark: f.cudnn_benchmark,
-                total_steps: f.total_steps,
-            },
-            summary: (m.summary != Default::default()).then_some(SummaryOut {
-                runtime_s: m.summary.runtime_s,
-                samples_per_s: m.summary.samples_per_s,
-                steps_per_s: m.summary.steps_per_s,
-                loss: m.summary.loss,
-            }),
+            config: f.clone(),
+            summary: (m.summary != SummaryRecord::default()).then(|| m.summary.clone()),
             host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
                 process_mb: h.process_mb,
                 system_used_mb: h.system_used_mb,
