@@ -28,6 +28,13 @@ pub struct Stamp {
     pub rank: u32,
 }
 
+/// Replaces a value only with a known one: a line that omits a figure does not erase it.
+pub(crate) fn keep_latest<T>(slot: &mut Option<T>, v: Option<T>) {
+    if v.is_some() {
+        *slot = v;
+    }
+}
+
 /// Sizes of the model's windows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelConfig {
@@ -146,15 +153,10 @@ impl Model {
             }
             Record::Config(f) => self.facts.apply(f),
             Record::Summary(s) => {
-                let keep = |slot: &mut Option<f64>, v: Option<f64>| {
-                    if v.is_some() {
-                        *slot = v;
-                    }
-                };
-                keep(&mut self.summary.runtime_s, s.runtime_s);
-                keep(&mut self.summary.samples_per_s, s.samples_per_s);
-                keep(&mut self.summary.steps_per_s, s.steps_per_s);
-                keep(&mut self.summary.loss, s.loss);
+                keep_latest(&mut self.summary.runtime_s, s.runtime_s);
+                keep_latest(&mut self.summary.samples_per_s, s.samples_per_s);
+                keep_latest(&mut self.summary.steps_per_s, s.steps_per_s);
+                keep_latest(&mut self.summary.loss, s.loss);
             }
         }
     }

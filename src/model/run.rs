@@ -1,6 +1,7 @@
 //! One rank's progress and step figures, and the derivations a log leaves to us: step time from
 //! a rate or from timestamps, iter/s from samples/s and the batch size, and the reverse.
 
+use super::keep_latest;
 use super::window::{Rolling, RunStats, Series, Summary};
 use crate::parse::record::StepRecord;
 
@@ -159,12 +160,8 @@ impl RankState {
             self.first_step.get_or_insert(step);
             self.last_step = Some(step);
         }
-        if d.total.is_some() {
-            self.total = d.total;
-        }
-        if d.epoch.is_some() {
-            self.epoch = d.epoch;
-        }
+        keep_latest(&mut self.total, d.total);
+        keep_latest(&mut self.epoch, d.epoch);
         let push = |m: &mut Metric, v: Option<f64>| {
             if let Some(v) = v {
                 m.push(t, v);
@@ -183,18 +180,13 @@ impl RankState {
         if let Some(l) = d.loss {
             self.loss_track.push(l);
         }
-        let keep = |slot: &mut Option<f64>, v: Option<f64>| {
-            if v.is_some() {
-                *slot = v;
-            }
-        };
-        keep(&mut self.lr, d.lr);
-        keep(&mut self.grad_norm, d.grad_norm);
-        keep(&mut self.loss_scale, d.loss_scale);
-        keep(&mut self.mfu_pct, d.mfu_pct);
-        keep(&mut self.memory_mb, d.memory_mb);
-        keep(&mut self.logged_eta_s, d.eta_s);
-        keep(&mut self.batch_size, d.batch_size);
+        keep_latest(&mut self.lr, d.lr);
+        keep_latest(&mut self.grad_norm, d.grad_norm);
+        keep_latest(&mut self.loss_scale, d.loss_scale);
+        keep_latest(&mut self.mfu_pct, d.mfu_pct);
+        keep_latest(&mut self.memory_mb, d.memory_mb);
+        keep_latest(&mut self.logged_eta_s, d.eta_s);
+        keep_latest(&mut self.batch_size, d.batch_size);
     }
 
     /// Share of step time spent waiting for data, over the whole run.

@@ -121,7 +121,7 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
         // (`base_lr: 2.0000e-03 lr: 5.9600e-05`).
         let tok_end = value.find(' ').unwrap_or(value.len());
         // `config: world_size=2 batch_size=32`: an unknown key whose value is itself a pair.
-        if lookup(key).is_none() && value[..tok_end].contains('=') {
+        if value[..tok_end].contains('=') && lookup(key).is_none() {
             rest = value;
             continue;
         }

@@ -1,8 +1,8 @@
 //! torchtitan: `step: 14  loss:  3.24405  grad_norm:  0.8319  memory:  9.46GiB(64.99%)
 //! tps: 7,282  tflops: 0.52  mfu: 0.17%` (older releases: `wps:` and no tflops).
 
-use crate::parse::record::{Format, Record, StepRecord};
-use crate::parse::{kv, push_step, read_pairs};
+use crate::parse::pairs_step;
+use crate::parse::record::{Format, Record};
 
 /// Every field is a plain pair; the memory unit and thousands separators are in the values.
 pub fn torchtitan(p: &str, out: &mut Vec<Record>) -> Option<Format> {
@@ -11,12 +11,7 @@ pub fn torchtitan(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     if !(p.contains("  loss:") && p.contains("memory:")) {
         return None;
     }
-    let mut rec = StepRecord::default();
-    let mut seen = kv::Collected::default();
-    read_pairs(p, &mut rec, &mut seen);
-    rec.step?;
-    push_step(rec, &seen, p, out);
-    Some(Format::Torchtitan)
+    pairs_step(p, Format::Torchtitan, out)
 }
 
 #[cfg(test)]
