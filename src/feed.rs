@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::model::Stamp;
 use crate::parse::record::{Format, Record};
 use crate::parse::user::UserPattern;
-use crate::parse::{LineInfo, Parser};
+use crate::parse::{FormatCounts, LineInfo, Parser};
 
 /// Counts for one file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,6 +25,7 @@ pub struct Feed {
     pub path: String,
     pub stats: SourceStats,
     parser: Parser,
+    formats: FormatCounts,
     /// The rank the file name gives (`rank3.log`), used when lines carry none.
     file_rank: Option<u32>,
     /// The last rank a line named, for the report.
@@ -42,6 +43,7 @@ impl Feed {
             path: path.to_string(),
             stats: SourceStats::default(),
             parser: Parser::with_patterns(patterns),
+            formats: FormatCounts::default(),
             file_rank: rank_from_name(path),
             line_rank: None,
             last_log_time: None,
@@ -59,15 +61,29 @@ impl Feed {
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) {
-        self.stats.lines = self.stats.lines.max(line_no);
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        if !info.blank && out.is_empty() {
+        self.deliver(line_no, &info, out.drain(..), arrival, sink);
+        self.scratch = out;
+    }
+
+    /// Counts, stamps and hands on the records parsed from line `line_no`, in their order.
+    pub fn deliver(
+        &mut self,
+        line_no: u64,
+        info: &LineInfo,
+        records: impl ExactSizeIterator<Item = Record>,
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) {
+        self.stats.lines = self.stats.lines.max(line_no);
+        self.formats.add(info);
+        if !info.blank && records.len() == 0 {
             self.stats.unparsed += 1;
         }
-        self.stats.records += out.len() as u64;
-        let stamp = self.stamp(&info, line_no, arrival);
-        for rec in out.drain(..) {
+        self.stats.records += records.len() as u64;
+        let stamp = self.stamp(info, line_no, arrival);
+        for rec in records {
             if !stamp.real_time
                 && let Record::Step(s) = &rec
                 && let Some(ms) = s.step_time_ms
@@ -76,7 +92,11 @@ impl Feed {
             }
             sink(&stamp, rec);
         }
-        self.scratch = out;
+    }
+
+    /// This file's parser, for whole-file reading that parses ahead on other threads.
+    pub(crate) fn parser(&mut self) -> &mut Parser {
+        &mut self.parser
     }
 
     fn stamp(&mut self, info: &LineInfo, line: u64, arrival: Option<f64>) -> Stamp {
@@ -103,12 +123,12 @@ impl Feed {
 
     /// The file's primary format, if any line was recognised.
     pub fn format(&self) -> Option<Format> {
-        self.parser.primary_format()
+        self.formats.primary()
     }
 
     /// Lines recognised per format.
     pub fn format_counts(&self) -> Vec<(Format, u64)> {
-        self.parser.format_counts()
+        self.formats.counts()
     }
 
     /// The rank of this file: from its lines' prefixes, else from its name.

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod feed;
+pub mod ingest;
 pub mod model;
 pub mod parse;
 pub mod report;

@@ -89,14 +89,15 @@ fn nearest_rank(q: f64, n: usize) -> usize {
     ((q * n as f64).ceil() as usize).clamp(1, n) - 1
 }
 
-/// Buckets per factor of two: a relative error under 1.1% for any quantile.
-const SUB_BUCKETS: usize = 64;
+/// Buckets per factor of two, evenly spaced: a relative error under 0.8% for any quantile.
+const SUB_BITS: u32 = 6;
+const SUB_BUCKETS: usize = 1 << SUB_BITS;
 /// Covers 2^-20 .. 2^40 (about 1e-6 .. 1e12) in the unit of the values.
 const MIN_EXP: i32 = -20;
 const OCTAVES: usize = 60;
 
 /// Whole-run statistics in constant memory: count, sum, min, max, and quantiles from a
-/// log-spaced histogram. Non-positive values are counted in the lowest bucket.
+/// histogram of 64 buckets per octave. Non-positive values are counted in the lowest bucket.
 #[derive(Clone, Debug)]
 pub struct RunStats {
     count: u64,
@@ -187,21 +188,28 @@ impl RunStats {
     }
 }
 
+/// The bucket of `v`: its binary exponent picks the octave and the top bits of its mantissa
+/// the linear sub-bucket, read straight from the float's bits (no logarithm on the hot path).
 fn bucket_of(v: f64) -> usize {
     if v <= 0.0 {
         return 0;
     }
-    let l = v.log2();
-    let octave = (l.floor() as i32 - MIN_EXP).clamp(0, OCTAVES as i32 - 1) as usize;
-    let frac = (l - l.floor()).clamp(0.0, 1.0);
-    let sub = ((frac * SUB_BUCKETS as f64) as usize).min(SUB_BUCKETS - 1);
+    let bits = v.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32 - 1023;
+    let Ok(octave) = usize::try_from(exp - MIN_EXP) else {
+        return 0;
+    };
+    if octave >= OCTAVES {
+        return OCTAVES * SUB_BUCKETS - 1;
+    }
+    let sub = ((bits >> (52 - SUB_BITS)) & (SUB_BUCKETS as u64 - 1)) as usize;
     octave * SUB_BUCKETS + sub
 }
 
 fn bucket_mid(i: usize) -> f64 {
     let octave = (i / SUB_BUCKETS) as i32 + MIN_EXP;
     let sub = (i % SUB_BUCKETS) as f64 + 0.5;
-    2f64.powf(f64::from(octave) + sub / SUB_BUCKETS as f64)
+    2f64.powi(octave) * (1.0 + sub / SUB_BUCKETS as f64)
 }
 
 /// One point of a chart: the time span it covers and the min, max and mean of its values.
@@ -310,8 +318,8 @@ mod tests {
         }
         let p50 = s.quantile(0.5).unwrap();
         let p95 = s.quantile(0.95).unwrap();
-        assert!((p50 / 5000.0 - 1.0).abs() < 0.011, "{p50}");
-        assert!((p95 / 9500.0 - 1.0).abs() < 0.011, "{p95}");
+        assert!((p50 / 5000.0 - 1.0).abs() < 0.008, "{p50}");
+        assert!((p95 / 9500.0 - 1.0).abs() < 0.008, "{p95}");
         assert_eq!(s.mean(), Some(5000.5));
         assert_eq!((s.min(), s.max()), (Some(1.0), Some(10_000.0)));
     }

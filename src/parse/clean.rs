@@ -6,9 +6,11 @@
 pub fn clean<'a>(raw: &'a [u8], buf: &'a mut String) -> &'a str {
     // 0xC2 starts every UTF-8 encoded C1 control (U+0080..U+009F), such as the 8-bit CSI;
     // 0xC3 starts U+00C0..U+00FF, which every mojibake of CJK text contains.
-    if !raw.iter().any(|&b| is_control(b) || b == 0xc2 || b == 0xc3)
-        && let Ok(s) = std::str::from_utf8(raw)
-    {
+    // A fold without early exit compiles to vector code; lines are short.
+    let suspect = raw.iter().fold(false, |acc, &b| {
+        acc | is_control(b) | (b.wrapping_sub(0xc2) < 2)
+    });
+    if !suspect && let Ok(s) = std::str::from_utf8(raw) {
         return s;
     }
     buf.clear();

@@ -24,14 +24,18 @@ fn segments(s: &str) -> impl Iterator<Item = &str> {
     let mut quote: Option<u8> = None;
     std::iter::from_fn(move || {
         while i < b.len() {
-            let c = b[i];
             if let Some(q) = quote {
-                if c == q {
-                    quote = None;
-                }
-                i += 1;
+                i = memchr::memchr(q, &b[i..]).map_or(b.len(), |k| i + k + 1);
+                quote = None;
                 continue;
             }
+            // Most bytes are parts of words and numbers: skip them in a tight loop.
+            while i < b.len() && !SEGMENT_BYTES[usize::from(b[i])] {
+                i += 1;
+            }
+            let Some(&c) = b.get(i) else {
+                break;
+            };
             let sep_len = match c {
                 b'\'' | b'"' if i == start || b[i - 1] == b' ' || b[i - 1] == b'{' => {
                     quote = Some(c);
@@ -80,6 +84,18 @@ fn segments(s: &str) -> impl Iterator<Item = &str> {
         None
     })
 }
+
+/// The bytes that can open or close a quote or bracket or separate segments.
+static SEGMENT_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let special = b"'\"[]()|\t;{}, ";
+    let mut i = 0;
+    while i < special.len() {
+        table[special[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 fn after_day(before: &[u8]) -> bool {
     before.ends_with(b"day") || before.ends_with(b"days")

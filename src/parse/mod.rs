@@ -26,34 +26,83 @@ pub struct LineInfo {
     pub rank: Option<u32>,
     /// The format the line was recognised as, if any.
     pub format: Option<Format>,
+    /// The format of another line glued onto the end of a progress bar, counted as well.
+    pub glued: Option<Format>,
     /// True for a line with no text at all (not counted as unparsed).
     pub blank: bool,
 }
 
-/// Per-file parsing state and format statistics.
+/// Per-file parsing state.
 #[derive(Default)]
 pub struct Parser {
     buf: String,
     user: Arc<Vec<user::UserPattern>>,
     ctx: Context,
-    counts: [u64; FORMAT_COUNT],
 }
 
-/// What some formats need to remember from earlier lines.
-#[derive(Default)]
-pub(crate) struct Context {
+/// What some formats need to remember from earlier lines. It is small and `Copy` on purpose:
+/// whole-file reading parses blocks of a file in parallel, each from a default context, and
+/// compares contexts to find where a block's own lines have made its guess right (see bulk.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Context {
     /// Keras prints `Epoch 3/10` on its own line before the bar.
-    pub keras_epoch: Option<f64>,
+    pub(crate) keras_epoch: Option<f64>,
     /// The step of the open timing block (`[Step 100]` header).
-    pub block_step: Option<u64>,
+    pub(crate) block_step: Option<u64>,
     /// Indentation of the enclosing stage lines, to tell nesting depth.
-    pub stage_indents: Vec<usize>,
-    /// Lines since the last cache statistics line: `Memory: a / b MB` and `Size: N items`
-    /// are cache figures only inside such a block.
-    pub since_cache: u32,
+    pub(crate) stage_indents: Indents,
+    /// Lines since the last cache statistics line, up to `CACHE_BLOCK_LINES + 1`: `Memory: a /
+    /// b MB` and `Size: N items` are cache figures only inside such a block.
+    pub(crate) since_cache: u32,
     /// The format of a line glued onto the end of a progress bar, counted with the bar's.
-    pub glued_format: Option<Format>,
+    pub(crate) glued_format: Option<Format>,
 }
+
+/// How many lines after a cache header still belong to its block.
+pub(crate) const CACHE_BLOCK_LINES: u32 = 6;
+
+/// A small stack of indentations: timing blocks nest a few levels, never dozens; deeper lines
+/// share the deepest level.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Indents {
+    len: usize,
+    at: [u32; Indents::CAP],
+}
+
+impl Indents {
+    const CAP: usize = 12;
+
+    pub fn clear(&mut self) {
+        *self = Indents::default();
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn last(&self) -> Option<u32> {
+        self.len.checked_sub(1).map(|i| self.at[i])
+    }
+
+    pub fn pop(&mut self) {
+        if self.len > 0 {
+            self.len -= 1;
+            // Cleared so that equal stacks compare equal.
+            self.at[self.len] = 0;
+        }
+    }
+
+    pub fn push(&mut self, indent: u32) {
+        if self.len < Self::CAP {
+            self.at[self.len] = indent;
+            self.len += 1;
+        }
+    }
+}
+
+/// How many lines each format recognised in one file.
+#[derive(Clone, Debug, Default)]
+pub struct FormatCounts([u64; FORMAT_COUNT]);
 
 const FORMAT_COUNT: usize = Format::User as usize + 1;
 
@@ -64,6 +113,20 @@ impl Parser {
             user,
             ..Parser::default()
         }
+    }
+
+    /// A parser in the default context with the same user patterns, for another thread.
+    pub fn fresh(&self) -> Parser {
+        Parser::with_patterns(self.user.clone())
+    }
+
+    /// The context the next line will be parsed in.
+    pub fn context(&self) -> Context {
+        self.ctx
+    }
+
+    pub fn set_context(&mut self, ctx: Context) {
+        self.ctx = ctx;
     }
 
     /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`.
@@ -88,7 +151,7 @@ impl Parser {
             rank: prefix.rank,
             ..LineInfo::default()
         };
-        self.ctx.since_cache = self.ctx.since_cache.saturating_add(1);
+        self.ctx.since_cache = (self.ctx.since_cache + 1).min(CACHE_BLOCK_LINES + 1);
         let before = out.len();
         info.format = if self.user.is_empty() {
             None
@@ -104,33 +167,36 @@ impl Parser {
         if !out[before..].iter().any(|r| matches!(r, Record::Step(_))) {
             events::detect(payload, out);
         }
-        if let Some(f) = info.format {
-            self.counts[f as usize] += 1;
-        }
-        if let Some(f) = self.ctx.glued_format.take() {
-            self.counts[f as usize] += 1;
-        }
+        info.glued = self.ctx.glued_format.take();
         info
+    }
+}
+
+impl FormatCounts {
+    pub fn add(&mut self, info: &LineInfo) {
+        for f in [info.format, info.glued].into_iter().flatten() {
+            self.0[f as usize] += 1;
+        }
     }
 
     /// The file's primary format: the most frequent framework format, else the most frequent
     /// generic one (key-value, tqdm, timing, cache, memory monitor).
-    pub fn primary_format(&self) -> Option<Format> {
+    pub fn primary(&self) -> Option<Format> {
         let best = |generic: bool| {
             ALL_FORMATS
                 .iter()
-                .filter(|f| is_generic(**f) == generic && self.counts[**f as usize] > 0)
-                .max_by_key(|f| (self.counts[**f as usize], std::cmp::Reverse(**f as usize)))
+                .filter(|f| is_generic(**f) == generic && self.0[**f as usize] > 0)
+                .max_by_key(|f| (self.0[**f as usize], std::cmp::Reverse(**f as usize)))
                 .copied()
         };
         best(false).or_else(|| best(true))
     }
 
     /// How many lines each format recognised, for the report.
-    pub fn format_counts(&self) -> Vec<(Format, u64)> {
+    pub fn counts(&self) -> Vec<(Format, u64)> {
         ALL_FORMATS
             .iter()
-            .map(|f| (*f, self.counts[*f as usize]))
+            .map(|f| (*f, self.0[*f as usize]))
             .filter(|(_, n)| *n > 0)
             .collect()
     }
@@ -139,7 +205,10 @@ impl Parser {
 /// The `deepspeed` launcher's `hostname: ` in front of worker output. A host name has a digit
 /// or a hyphen and is not a key we know, so `loss: 0.5` and `step: 14` stay whole.
 fn launcher_host(p: &str) -> Option<&str> {
-    let (host, rest) = p.trim_start().split_once(": ")?;
+    let p = p.trim_start();
+    // A plain byte search: this runs on every line.
+    let colon = memchr::memchr(b':', &p.as_bytes()[..p.len().min(65)])?;
+    let (host, rest) = (&p[..colon], p[colon + 1..].strip_prefix(' ')?);
     let hostlike = !host.is_empty()
         && host.len() < 64
         && host

@@ -95,7 +95,8 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
         return Some(Format::Timing);
     }
     // Nesting from indentation: pop the enclosing levels this line is not inside.
-    while ctx.stage_indents.last().is_some_and(|&i| i >= indent) {
+    let indent = u32::try_from(indent).unwrap_or(u32::MAX);
+    while ctx.stage_indents.last().is_some_and(|i| i >= indent) {
         ctx.stage_indents.pop();
     }
     let depth = u8::try_from(ctx.stage_indents.len()).unwrap_or(u8::MAX);
@@ -133,7 +134,7 @@ fn cache_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Forma
             rec.misses = num::integer(misses);
         }
         ctx.since_cache = 0;
-    } else if ctx.since_cache <= 6 {
+    } else if ctx.since_cache <= super::CACHE_BLOCK_LINES {
         if let Some(rest) = p.strip_prefix("Size:") {
             rec.items = Some(num::integer(rest)?);
         } else if let Some(rest) = p.strip_prefix("Memory:") {

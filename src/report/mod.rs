@@ -11,11 +11,11 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::error::Error;
 use crate::feed::Feed;
+use crate::ingest;
 use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
 use crate::parse::record::SummaryRecord;
-use crate::source;
 
 pub use markdown::render as render_markdown;
 pub use text::render as render_text;
@@ -35,12 +35,8 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
     let mut feeds = Vec::with_capacity(paths.len());
     for (i, path) in paths.iter().enumerate() {
         let mut feed = Feed::new(i, &path.display().to_string(), cfg.patterns.clone());
-        source::read_records(path, &mut |line_no, raw| {
-            feed.line(line_no, raw, None, &mut |stamp, rec| {
-                model.apply(stamp, rec)
-            });
-        })
-        .map_err(|e| Error::Runtime(e.to_string()))?;
+        ingest::read_file(path, &mut feed, &mut |stamp, rec| model.apply(stamp, rec))
+            .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);
     }
     model.finish();
