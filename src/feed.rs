@@ -8,7 +8,7 @@ use crate::parse::record::{Format, Record};
 use crate::parse::user::UserPattern;
 use crate::parse::{FormatCounts, LineInfo, Parser};
 
-/// Counts for one file.
+/// Counts for one file: the report's sources table and the live header.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceStats {
     /// Physical lines read.
@@ -17,6 +17,20 @@ pub struct SourceStats {
     pub records: u64,
     /// Non-blank lines (or `\r` redraws) that gave no record.
     pub unparsed: u64,
+    /// Lines recognised per format.
+    pub formats: FormatCounts,
+}
+
+impl SourceStats {
+    /// Counts line `line_no`, which gave `records` records.
+    pub fn count(&mut self, line_no: u64, info: &LineInfo, records: usize) {
+        self.lines = self.lines.max(line_no);
+        self.formats.add(info);
+        if !info.blank && records == 0 {
+            self.unparsed += 1;
+        }
+        self.records += records as u64;
+    }
 }
 
 /// A file's parser and clock.
@@ -25,7 +39,6 @@ pub struct Feed {
     pub path: String,
     pub stats: SourceStats,
     parser: Parser,
-    formats: FormatCounts,
     /// The rank the file name gives (`rank3.log`), used when lines carry none.
     file_rank: Option<u32>,
     /// The last rank a line named, for the report.
@@ -43,7 +56,6 @@ impl Feed {
             path: path.to_string(),
             stats: SourceStats::default(),
             parser: Parser::with_patterns(patterns),
-            formats: FormatCounts::default(),
             file_rank: rank_from_name(path),
             line_rank: None,
             last_log_time: None,
@@ -53,18 +65,20 @@ impl Feed {
     }
 
     /// Parses one record and hands each typed record to `sink` with its stamp. `arrival` is the
-    /// wall-clock time for live lines; whole-file reading passes `None`.
+    /// wall-clock time for live lines; whole-file reading passes `None`. Returns what the line
+    /// said besides its records, and its stamp.
     pub fn line(
         &mut self,
         line_no: u64,
         raw: &[u8],
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
-    ) {
+    ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        self.deliver(line_no, &info, out.drain(..), arrival, sink);
+        let stamp = self.deliver(line_no, &info, out.drain(..), arrival, sink);
         self.scratch = out;
+        (info, stamp)
     }
 
     /// Counts, stamps and hands on the records parsed from line `line_no`, in their order.
@@ -75,13 +89,8 @@ impl Feed {
         records: impl ExactSizeIterator<Item = Record>,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
-    ) {
-        self.stats.lines = self.stats.lines.max(line_no);
-        self.formats.add(info);
-        if !info.blank && records.len() == 0 {
-            self.stats.unparsed += 1;
-        }
-        self.stats.records += records.len() as u64;
+    ) -> Stamp {
+        self.stats.count(line_no, info, records.len());
         let stamp = self.stamp(info, line_no, arrival);
         for rec in records {
             if !stamp.real_time
@@ -92,6 +101,7 @@ impl Feed {
             }
             sink(&stamp, rec);
         }
+        stamp
     }
 
     /// This file's parser, for whole-file reading that parses ahead on other threads.
@@ -123,12 +133,12 @@ impl Feed {
 
     /// The file's primary format, if any line was recognised.
     pub fn format(&self) -> Option<Format> {
-        self.formats.primary()
+        self.stats.formats.primary()
     }
 
     /// Lines recognised per format.
     pub fn format_counts(&self) -> Vec<(Format, u64)> {
-        self.formats.counts()
+        self.stats.formats.counts()
     }
 
     /// The rank of this file: from its lines' prefixes, else from its name.
@@ -177,13 +187,8 @@ mod tests {
             });
         }
         assert_eq!(times, vec![(0.0, false), (0.5, false)]);
-        assert_eq!(
-            feed.stats,
-            SourceStats {
-                lines: 3,
-                records: 2,
-                unparsed: 1
-            }
-        );
+        let stats = &feed.stats;
+        assert_eq!((stats.lines, stats.records, stats.unparsed), (3, 2, 1));
+        assert_eq!(feed.format_counts(), vec![(Format::NanoGpt, 2)]);
     }
 }

@@ -33,7 +33,7 @@ pub fn read_file(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     if threads < 2 {
         return source::read_records(path, &mut |line_no, raw| {
-            feed.line(line_no, raw, None, sink)
+            feed.line(line_no, raw, None, sink);
         });
     }
     std::thread::scope(|scope| {
@@ -221,8 +221,10 @@ mod tests {
         if parallel {
             read_file(path, &mut feed, &mut sink).expect("read");
         } else {
-            source::read_records(path, &mut |n, raw| feed.line(n, raw, None, &mut sink))
-                .expect("read");
+            source::read_records(path, &mut |n, raw| {
+                feed.line(n, raw, None, &mut sink);
+            })
+            .expect("read");
         }
         let summary = format!(
             "{:?} {:?} {:?}",

@@ -1,14 +1,19 @@
 //! steptop: where each training step's time goes, from the logs a training job already writes.
 //!
 //! Data flows one way: bytes -> `source` -> `parse` (typed records) -> `feed` (time, rank)
-//! -> `model` -> a sink (`report`). The mode is chosen here, in `run`, and nowhere else.
+//! -> `model` -> a sink (`report`). Whole files go through `ingest`; live logs through the
+//! source thread in `follow`, the inbox of `msg::Msg`, and the `monitor`. The mode is chosen
+//! here, in `run`, and nowhere else.
 
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod feed;
+pub mod follow;
 pub mod ingest;
 pub mod model;
+pub mod monitor;
+pub mod msg;
 pub mod parse;
 pub mod report;
 pub mod source;

@@ -101,7 +101,7 @@ impl Indents {
 }
 
 /// How many lines each format recognised in one file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FormatCounts([u64; FORMAT_COUNT]);
 
 const FORMAT_COUNT: usize = Format::User as usize + 1;

@@ -1,22 +1,25 @@
-//! How long a line appended to a followed local file takes to reach the sink.
+//! How long a line appended to a followed local file takes to be in the model: the source
+//! thread (follow, parse, stamp), the inbox and the monitor, as the live modes run them.
 //!
-//! The promise is 5 ms p99 with inotify. Each line carries its sequence number; the writer
-//! notes when it started each write and the sink notes when each record arrived, so every line
-//! has its own latency. A second run switches inotify off to show what the poll alone gives
-//! (as on NFS): latency up to one poll period.
+//! The promise is 5 ms p99 with inotify. Each line is a step whose number is its sequence
+//! number; the writer notes when it started each write and the monitor thread notes when the
+//! model's last step reached it, so every line has its own latency. A second run switches
+//! inotify off to show what the poll alone gives (as on NFS): latency up to one poll period.
 //!
 //! Run with `cargo bench --bench follow_latency`.
 
 use std::error::Error;
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use steptop::source::{FollowOptions, InputSpec, TailEvent, follow};
+use steptop::model::ModelConfig;
+use steptop::monitor::Monitor;
+use steptop::source::{FollowOptions, InputSpec};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -53,7 +56,7 @@ fn main() -> Res<()> {
         },
     ];
     println!(
-        "follow_latency: append -> sink, local file in {}",
+        "follow_latency: append -> model (source thread, inbox, monitor), local file in {}",
         std::env::temp_dir().display()
     );
     for run in &runs {
@@ -75,22 +78,34 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
         Arc::new((0..run.lines).map(|_| AtomicU64::new(0)).collect());
     let ready = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let follower = {
-        let (arrived, ready, stop) = (Arc::clone(&arrived), Arc::clone(&ready), Arc::clone(&stop));
-        let opts = run.opts.clone();
+    let (inbox_tx, inbox) = mpsc::channel();
+    let source = steptop::follow::spawn(
+        vec![spec],
+        run.opts.clone(),
+        Arc::default(),
+        Arc::clone(&stop),
+        inbox_tx,
+    )?;
+    let monitor = {
+        let (arrived, ready) = (Arc::clone(&arrived), Arc::clone(&ready));
         thread::spawn(move || {
-            follow(&[spec], &opts, &stop, &mut |event| {
-                match event {
-                    TailEvent::Record { bytes, .. } => {
-                        if let Some(slot) = sequence(bytes).and_then(|seq| arrived.get(seq)) {
-                            slot.store(base.elapsed().as_nanos().max(1) as u64, Ordering::Release);
-                        }
+            let mut m = Monitor::new(ModelConfig::default());
+            let mut seen = 0;
+            // Ends when the source thread ends and drops its sender.
+            for msg in inbox {
+                m.apply(msg);
+                let now = base.elapsed().as_nanos().max(1) as u64;
+                if let Some(step) = m.model.merged.last_step {
+                    let step = step as usize;
+                    while seen <= step && seen < arrived.len() {
+                        arrived[seen].store(now, Ordering::Release);
+                        seen += 1;
                     }
-                    TailEvent::CaughtUp { .. } => ready.store(1, Ordering::Release),
-                    _ => {}
                 }
-                ControlFlow::Continue(())
-            })
+                if m.caught_up() {
+                    ready.store(1, Ordering::Release);
+                }
+            }
         })
     };
     // Watches are set up before the first read, so once caught up every append is seen.
@@ -101,7 +116,7 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
     let mut log = OpenOptions::new().append(true).open(&path)?;
     let mut written = Vec::with_capacity(run.lines);
     for seq in 0..run.lines {
-        let line = format!("seq={seq} epoch 1 step {seq} loss=0.1234 lr=3e-4 time=0.25\n");
+        let line = format!("step {seq}/100000 | loss=0.1234 | lr=3.0e-04 | data_time=0.1ms\n");
         written.push(base.elapsed());
         log.write_all(line.as_bytes())?;
         if run.one_at_a_time {
@@ -111,7 +126,8 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
     }
     let all_in = wait_for(&arrived, run.opts.poll * 3);
     stop.store(true, Ordering::Relaxed);
-    follower.join().map_err(|_| "follower thread panicked")??;
+    source.join().map_err(|_| "source thread panicked")?;
+    monitor.join().map_err(|_| "monitor thread panicked")?;
     if !all_in {
         return Err("some lines never reached the sink".into());
     }
@@ -120,13 +136,6 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
         .zip(arrived.iter())
         .map(|(w, a)| (a.load(Ordering::Acquire) / 1_000).saturating_sub(w.as_micros() as u64))
         .collect())
-}
-
-/// The sequence number a benchmark line starts with.
-fn sequence(bytes: &[u8]) -> Option<usize> {
-    let digits = bytes.strip_prefix(b"seq=")?;
-    let end = digits.iter().position(|b| !b.is_ascii_digit())?;
-    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
 }
 
 /// Spins (politely) until every slot is filled or the timeout passes; says whether all came.

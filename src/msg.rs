@@ -1,0 +1,28 @@
+//! The one message type of the inbox: everything the monitor learns arrives as a `Msg`, owned
+//! and stamped by the thread that made it, so the monitor needs no clock and no locks and the
+//! same messages always give the same state.
+
+use crate::model::Stamp;
+use crate::parse::LineInfo;
+use crate::parse::record::Record;
+use crate::source::FileStatus;
+
+/// One thing that happened, for the monitor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Msg {
+    /// A followed file got its index (stable for the run) and its path.
+    Opened { source: usize, path: String },
+    /// One log line (or `\r` redraw): its stamp, what it said besides records, and its typed
+    /// records (none for a line no format recognised).
+    Line {
+        stamp: Stamp,
+        info: LineInfo,
+        records: Vec<Record>,
+    },
+    /// A followed file's status changed (waiting, following, truncated, rotated, gone).
+    Status { source: usize, status: FileStatus },
+    /// A file's content present at the start has been read: what follows is live.
+    CaughtUp { source: usize },
+    /// The source thread stopped for good, with the reason.
+    SourceStopped { reason: String },
+}

@@ -1,0 +1,97 @@
+//! The live pipeline end to end on real files: the source thread follows and parses, the inbox
+//! carries owned messages, the monitor folds them into the model.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use steptop::model::ModelConfig;
+use steptop::monitor::Monitor;
+use steptop::msg::Msg;
+use steptop::source::{FileStatus, FollowOptions, InputSpec};
+
+/// Applies messages until `done` holds, failing after a few seconds.
+fn until(m: &mut Monitor, inbox: &Receiver<Msg>, what: &str, done: impl Fn(&Monitor) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(m) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "timed out waiting for {what}");
+        if let Ok(msg) = inbox.recv_timeout(left) {
+            m.apply(msg);
+        }
+    }
+}
+
+#[test]
+fn history_then_appended_steps_reach_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank2.log");
+    std::fs::write(
+        &path,
+        "step 1/100 | loss=0.90 | data_time=2ms | time=0.5s\nnoise line\n",
+    )
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, inbox) = mpsc::channel();
+    let spec = InputSpec::parse(path.to_str().unwrap()).unwrap();
+    let source = steptop::follow::spawn(
+        vec![spec],
+        FollowOptions::default(),
+        Arc::default(),
+        stop.clone(),
+        tx,
+    )
+    .unwrap();
+    let mut m = Monitor::new(ModelConfig::default());
+    until(&mut m, &inbox, "the history", Monitor::caught_up);
+    assert_eq!(m.model.merged.last_step, Some(1));
+    assert_eq!(m.sources[0].status, Some(FileStatus::Following));
+    assert!(m.sources[0].path.ends_with("rank2.log"));
+    assert_eq!(
+        (m.sources[0].stats.records, m.sources[0].stats.unparsed),
+        (1, 1)
+    );
+
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    log.write_all(b"step 2/100 | loss=0.80 | data_time=4ms | time=0.5s\n")
+        .unwrap();
+    until(&mut m, &inbox, "the appended step", |m| {
+        m.model.merged.last_step == Some(2)
+    });
+    let rank = &m.model.ranks[&2];
+    assert_eq!(rank.loss_track.last, Some(0.8));
+    assert_eq!(rank.data_time_ms.run.mean(), Some(3.0));
+    assert_eq!(m.model.merged.total, Some(100));
+    // Live lines are stamped with their arrival: a real time, not a synthetic timeline.
+    assert!(
+        m.model.last_time.is_some_and(|t| t > 1.6e9),
+        "{:?}",
+        m.model.last_time
+    );
+
+    stop.store(true, Ordering::Relaxed);
+    source.join().unwrap();
+}
+
+#[test]
+fn a_follower_that_cannot_start_says_why() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, inbox) = mpsc::channel();
+    let source = steptop::follow::spawn(
+        Vec::new(),
+        FollowOptions::default(),
+        Arc::default(),
+        stop,
+        tx,
+    )
+    .unwrap();
+    let mut m = Monitor::new(ModelConfig::default());
+    until(&mut m, &inbox, "the stop reason", |m| m.stopped.is_some());
+    assert!(m.stopped.as_deref().unwrap().contains("no input files"));
+    source.join().unwrap();
+}
