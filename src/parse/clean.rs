@@ -33,6 +33,9 @@ const CP1252_HIGH: [char; 32] = [
 /// decodes as UTF-8 with some non-ASCII text is repaired; real latin-1 text (`café`) is not
 /// valid UTF-8 once mapped back, so it stays as it is.
 fn repair_mojibake(text: &str) -> Option<String> {
+    if text.is_ascii() {
+        return None;
+    }
     let mut bytes = Vec::with_capacity(text.len());
     let mut high = false;
     for c in text.chars() {
@@ -60,43 +63,69 @@ fn is_control(b: u8) -> bool {
 
 /// Removes ANSI/VT escape sequences (CSI, OSC, DCS and two-byte escapes), C1 controls and every
 /// other control character but tab. Backspace is dropped, as a terminal would have overdrawn.
+/// Text between control characters is copied in runs.
 fn strip_into(text: &str, out: &mut String) {
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => match chars.next() {
-                // CSI: parameters and intermediates, then one final byte in @..~.
-                Some('[') => {
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-                // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \).
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\x07' {
-                            break;
-                        }
-                        if c == '\x1b' {
-                            if chars.peek() == Some(&'\\') {
-                                chars.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                // Two-byte escapes (ESC 7, ESC M, charset selection ESC ( B ...).
-                Some('(' | ')' | '*' | '+') => {
-                    chars.next();
-                }
-                _ => {}
-            },
-            '\t' => out.push('\t'),
-            c if c.is_control() => {}
-            c => out.push(c),
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut run = 0;
+    while i < b.len() {
+        let c = b[i];
+        let c1 = c == 0xc2 && b.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n));
+        if !is_control(c) && !c1 {
+            i += 1;
+            continue;
         }
+        out.push_str(&text[run..i]);
+        i = if c == 0x1b {
+            escape_end(text, i)
+        } else if c1 {
+            i + 2
+        } else {
+            i + 1
+        };
+        run = i;
+    }
+    out.push_str(&text[run..]);
+}
+
+/// Where the escape sequence starting at `esc` ends (always on a character boundary).
+fn escape_end(text: &str, esc: usize) -> usize {
+    let b = text.as_bytes();
+    let char_end = |at: usize| at + text[at..].chars().next().map_or(0, char::len_utf8);
+    let mut j = esc + 2;
+    match b.get(esc + 1) {
+        None => esc + 1,
+        // CSI: parameters and intermediates, then one final byte in @..~.
+        Some(b'[') => {
+            while j < b.len() {
+                j = char_end(j);
+                if (b'@'..=b'~').contains(&b[j - 1]) {
+                    break;
+                }
+            }
+            j
+        }
+        // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \).
+        Some(b']' | b'P' | b'X' | b'^' | b'_') => {
+            while j < b.len() {
+                let c = b[j];
+                j = char_end(j);
+                if c == 0x07 {
+                    break;
+                }
+                if c == 0x1b {
+                    if b.get(j) == Some(&b'\\') {
+                        j += 1;
+                    }
+                    break;
+                }
+            }
+            j
+        }
+        // Two-byte escapes with a charset designator (ESC ( B ...): one more character.
+        Some(b'(' | b')' | b'*' | b'+') if j < b.len() => char_end(j),
+        // Any other escape (ESC 7, ESC M): the escape and the character after it.
+        _ => char_end(esc + 1),
     }
 }
 
@@ -123,6 +152,18 @@ mod tests {
             cleaned(b"\x1b[31mstep: 14  \x1b[38;2;180;60;0mgrad\x1b[39m\x1b[K"),
             "step: 14  grad"
         );
+    }
+
+    #[test]
+    fn cut_and_odd_escapes_end_where_a_terminal_would_end_them() {
+        assert_eq!(cleaned("a\x1b(éb".as_bytes()), "ab");
+        assert_eq!(cleaned(b"a\x1b7b"), "ab");
+        assert_eq!(cleaned("a\x1bé".as_bytes()), "a");
+        assert_eq!(cleaned(b"a\x1b"), "a");
+        assert_eq!(cleaned(b"a\x1b[31"), "a");
+        assert_eq!(cleaned("a\x1b[3é1mb".as_bytes()), "ab");
+        assert_eq!(cleaned(b"a\x1b]0;t"), "a");
+        assert_eq!(cleaned("x\u{9b}y".as_bytes()), "xy");
     }
 
     #[test]

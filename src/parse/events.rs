@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use memchr::memmem::Finder;
+use aho_corasick::AhoCorasick;
 
 use super::push_event;
 use super::record::{EventKind, Record};
@@ -32,27 +32,27 @@ const PHRASES: &[(&str, EventKind)] = &[
     ("EMORY CRITICAL", EventKind::MemoryCritical),
 ];
 
-/// The phrases' searchers, built once: building one costs more than a search.
-static FINDERS: LazyLock<Vec<(Finder<'static>, EventKind)>> = LazyLock::new(|| {
-    PHRASES
-        .iter()
-        .map(|(p, k)| (Finder::new(p.as_bytes()), *k))
-        .collect()
-});
+/// One automaton for every phrase, built once: a line is scanned once, not once per phrase.
+static PHRASE_FINDER: LazyLock<Option<AhoCorasick>> =
+    LazyLock::new(|| AhoCorasick::new(PHRASES.iter().map(|(p, _)| p)).ok());
 
-/// Appends at most one event for the line: the first phrase found wins, so a line that names
-/// an OOM inside a traceback counts once, as the OOM.
+/// Appends at most one event for the line: the earliest phrase in `PHRASES` wins, so a line
+/// that names an OOM inside a traceback counts once, as the OOM.
 pub fn detect(p: &str, out: &mut Vec<Record>) {
     let hay = p.as_bytes();
     // Every phrase holds a space; a line without one is a bar or a number, never a message.
     if hay.len() < 9 || memchr::memchr(b' ', hay).is_none() {
         return;
     }
-    for (finder, kind) in FINDERS.iter() {
-        if finder.find(hay).is_some() {
-            push_event(*kind, p, out);
-            return;
-        }
+    let Some(finder) = PHRASE_FINDER.as_ref() else {
+        return;
+    };
+    let first = finder
+        .find_overlapping_iter(hay)
+        .map(|m| m.pattern().as_usize())
+        .min();
+    if let Some(&(_, kind)) = first.and_then(|i| PHRASES.get(i)) {
+        push_event(kind, p, out);
     }
 }
 
@@ -86,5 +86,10 @@ mod tests {
             [EventKind::NcclTimeout]
         );
         assert_eq!(kinds("nothing to see here"), []);
+        // Order of the list, not of the line: the OOM inside a traceback line is the OOM.
+        assert_eq!(
+            kinds("Traceback (most recent call last) ... CUDA out of memory"),
+            [EventKind::CudaOom]
+        );
     }
 }

@@ -102,14 +102,14 @@ fn after_day(before: &[u8]) -> bool {
 }
 
 fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
-    let mut rest = seg.trim_start_matches([' ', '\'', '"', ',']);
+    let mut rest = skip(seg, b" '\",");
     while !rest.is_empty() {
         let b = rest.as_bytes();
         if starts_number(b) {
             // Value first: `0.5 samples/s`, `14.19it/s`, `2.83s/it`, `11ms/step`.
-            let tok_end = rest.find(' ').unwrap_or(rest.len());
+            let tok_end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
             let tok = &rest[..tok_end];
-            let after = rest[tok_end..].trim_start();
+            let after = skip(&rest[tok_end..], b" ");
             let word = after.split(' ').next().unwrap_or("");
             if let Some((_, unit, suffix)) = num::number_unit(tok)
                 && unit == Unit::Other
@@ -129,24 +129,30 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
             return;
         };
         let key = key.trim().trim_matches(['\'', '"']);
-        let value = value.trim_start_matches([' ', '\'', '"']);
+        let value = skip(value, b" '\"");
         if !key.is_empty() {
             f(key, value);
         }
         // The next pair in the same segment starts after this value's first token
         // (`base_lr: 2.0000e-03 lr: 5.9600e-05`).
-        let tok_end = value.find(' ').unwrap_or(value.len());
+        let tok_end = memchr::memchr(b' ', value.as_bytes()).unwrap_or(value.len());
         // `config: world_size=2 batch_size=32`: an unknown key whose value is itself a pair.
-        if value[..tok_end].contains('=') && lookup(key).is_none() {
+        if memchr::memchr(b'=', &value.as_bytes()[..tok_end]).is_some() && lookup(key).is_none() {
             rest = value;
             continue;
         }
-        if value[tok_end..].trim_start().starts_with("day") {
+        if skip(&value[tok_end..], b" ").starts_with("day") {
             // `eta: 1 day, 2:03:04` is one value.
             return;
         }
-        rest = value[tok_end..].trim_start_matches([' ', '\'', '"', ',']);
+        rest = skip(&value[tok_end..], b" '\",");
     }
+}
+
+/// `s` without the ASCII bytes of `set` at its start.
+fn skip<'a>(s: &'a str, set: &[u8]) -> &'a str {
+    let n = s.bytes().take_while(|b| set.contains(b)).count();
+    &s[n..]
 }
 
 fn starts_number(b: &[u8]) -> bool {
