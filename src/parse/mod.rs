@@ -42,7 +42,7 @@ pub struct Parser {
 
 /// What some formats need to remember from earlier lines. It is small and `Copy` on purpose:
 /// whole-file reading parses blocks of a file in parallel, each from a default context, and
-/// compares contexts to find where a block's own lines have made its guess right (see bulk.rs).
+/// compares contexts to find where a block's own lines have made its guess right (see ingest.rs).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Context {
     /// Keras prints `Epoch 3/10` on its own line before the bar.
