@@ -377,6 +377,35 @@ fn rename_rotation_with_inotify_loses_no_line() {
 }
 
 #[test]
+fn lines_the_writer_adds_to_the_renamed_file_after_rotation_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    fs::write(&log, lines(1..=2)).unwrap();
+    // The trainer's own handle, which a rename rotation does not move.
+    let mut writer = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let mut f = Follower::start(&[&log], fast());
+    f.wait_caught_up(0);
+    fs::rename(&log, dir.path().join("train.log.1")).unwrap();
+    fs::write(&log, "new 1\n").unwrap();
+    f.wait_until("the new file's first line", |evs| {
+        texts(evs, 0).contains(&"new 1".to_string())
+    });
+    // Written after the follower has moved on to the new file, before the writer reopens.
+    writer.write_all(b"step 3\n").unwrap();
+    f.wait_until("the late line of the old file", |evs| {
+        texts(evs, 0).contains(&"step 3".to_string())
+    });
+    let evs = f.finish();
+    let texts = texts(&evs, 0);
+    assert_eq!(
+        texts.iter().filter(|t| *t == "step 3").count(),
+        1,
+        "{texts:?}"
+    );
+    assert_eq!(texts.len(), 4, "{texts:?}");
+}
+
+#[test]
 fn a_deleted_file_is_waited_for_and_read_from_zero_when_it_returns() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("train.log");

@@ -1,6 +1,7 @@
 //! Bytes from log files to lines: whole-file reading and live following.
 
 pub mod file;
+mod followed;
 pub mod glob;
 pub mod live;
 pub mod split;
