@@ -406,6 +406,29 @@ fn lines_the_writer_adds_to_the_renamed_file_after_rotation_are_read() {
 }
 
 #[test]
+fn lines_written_to_a_rotated_file_while_its_path_is_empty_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    fs::write(&log, lines(1..=2)).unwrap();
+    let mut writer = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let mut f = Follower::start(&[&log], fast());
+    f.wait_records(0, 2);
+    // The follower looks between the rename and the new file's creation.
+    fs::rename(&log, dir.path().join("train.log.1")).unwrap();
+    f.wait_status(0, FileStatus::Deleted);
+    writer.write_all(b"step 3\n").unwrap();
+    f.wait_until("the line written after the rename", |evs| {
+        texts(evs, 0).contains(&"step 3".to_string())
+    });
+    fs::write(&log, "new 1\n").unwrap();
+    f.wait_until("the new file", |evs| {
+        texts(evs, 0).contains(&"new 1".to_string())
+    });
+    let texts = texts(&f.finish(), 0);
+    assert_eq!(texts.len(), 4, "{texts:?}");
+}
+
+#[test]
 fn a_deleted_file_is_waited_for_and_read_from_zero_when_it_returns() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("train.log");

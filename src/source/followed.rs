@@ -124,7 +124,10 @@ impl Followed {
                 self.open_and_read(cx)?;
             }
             Step::Gone => {
-                self.close(cx)?;
+                // Between a rename rotation and the new file's creation the path is simply
+                // gone: the writer may still add to the old file, so it is kept like a
+                // rotated one.
+                self.retire(cx)?;
                 self.tell(FileStatus::Deleted, cx)?;
             }
         }
@@ -200,15 +203,6 @@ impl Followed {
             // Keep the handle: the next wake-up tries again (NFS errors are often passing).
             Err(e) => self.tell(FileStatus::Unreadable(e.to_string()), cx),
         }
-    }
-
-    /// Reads what is left of the old file, ends its last record, and lets go of it.
-    fn close(&mut self, cx: &mut Ctx<'_, '_>) -> ControlFlow<()> {
-        self.drain(cx)?;
-        self.open = None;
-        let flow = send(&mut self.splitter, self.index, None, cx.sink);
-        self.splitter.reset();
-        flow
     }
 
     /// Reads what is left of the old file and keeps its handle as the retired one (ending the
