@@ -42,10 +42,11 @@ pub fn read_file(
         for _ in 0..threads {
             let (block_tx, block_rx) = sync_channel::<Block>(1);
             let (parsed_tx, parsed_rx) = sync_channel::<Parsed>(1);
-            let parser = feed.parser().fresh();
+            // One parser per thread for the whole file, so that its shape memo lasts.
+            let mut parser = feed.parser().fresh();
             scope.spawn(move || {
                 for block in block_rx {
-                    if parsed_tx.send(parse_block(&parser, block)).is_err() {
+                    if parsed_tx.send(parse_block(&mut parser, block)).is_err() {
                         return;
                     }
                 }
@@ -107,8 +108,8 @@ struct Parsed {
     after: Vec<Context>,
 }
 
-fn parse_block(template: &Parser, block: Block) -> Parsed {
-    let mut parser = template.fresh();
+fn parse_block(parser: &mut Parser, block: Block) -> Parsed {
+    parser.set_context(Context::default());
     let n = block.lines.len();
     let mut parsed = Parsed {
         infos: Vec::with_capacity(n),

@@ -353,7 +353,9 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
             if let Some(total) = suffix.strip_prefix('/').and_then(num::integer) {
                 rec.total = Some(total);
             }
-            v >= 0.0
+            // The sign, not the value, decides (here and below): `-0` is as negative as the
+            // text says, and the shape memo (shape.rs) sees signs, not values.
+            !v.is_sign_negative()
         }
         Field::Total | Field::TotalSteps => set_u64(&mut rec.total, v),
         Field::Epoch => set(&mut rec.epoch, v),
@@ -383,7 +385,7 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         Field::LossScale => set(&mut rec.loss_scale, v),
         Field::TokensPerS => set(&mut rec.tokens_per_s, scaled(v, suffix)),
         // nanoGPT prints -100% until its estimate is ready.
-        Field::Mfu => v >= 0.0 && set(&mut rec.mfu_pct, v),
+        Field::Mfu => !v.is_sign_negative() && set(&mut rec.mfu_pct, v),
         Field::Memory(default) => set_opt(&mut rec.memory_mb, num::to_mib(v, unit, default)),
         Field::Eta => set_opt(&mut rec.eta_s, num::duration_s(value)),
         _ => false,
@@ -464,7 +466,7 @@ fn set_opt(slot: &mut Option<f64>, v: Option<f64>) -> bool {
 }
 
 fn set_u64(slot: &mut Option<u64>, v: f64) -> bool {
-    if v < 0.0 {
+    if v.is_sign_negative() {
         return false;
     }
     *slot = Some(v as u64);

@@ -11,7 +11,9 @@ pub mod num;
 pub mod prefix;
 mod progress;
 pub mod record;
+mod shape;
 mod stats;
+mod trace;
 pub mod user;
 
 use std::sync::Arc;
@@ -38,6 +40,7 @@ pub struct Parser {
     buf: String,
     user: Arc<Vec<user::UserPattern>>,
     ctx: Context,
+    shapes: shape::Shapes,
 }
 
 /// What some formats need to remember from earlier lines. It is small and `Copy` on purpose:
@@ -131,9 +134,72 @@ impl Parser {
 
     /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`.
     pub fn parse(&mut self, raw: &[u8], out: &mut Vec<Record>) -> LineInfo {
+        // A user's regex may tell digits apart (`step [1-4]\d`), which the shape memo
+        // cannot see, so their files are always parsed in full.
+        if !self.user.is_empty() {
+            return self.parse_whole(raw, out);
+        }
+        let mut shapes = std::mem::take(&mut self.shapes);
+        let info = self.parse_shaped(&mut shapes, raw, out);
+        self.shapes = shapes;
+        info
+    }
+
+    /// Lines read from the shape memo rather than parsed in full.
+    pub fn memo_hits(&self) -> u64 {
+        self.shapes.served()
+    }
+
+    fn parse_whole(&mut self, raw: &[u8], out: &mut Vec<Record>) -> LineInfo {
         let mut buf = std::mem::take(&mut self.buf);
         let text = clean::clean(raw, &mut buf);
         let info = self.parse_text(text, out);
+        self.buf = buf;
+        info
+    }
+
+    /// Reads the line from its shape when the memo trusts it, else parses it in full (and
+    /// lets the memo learn from it).
+    fn parse_shaped(
+        &mut self,
+        shapes: &mut shape::Shapes,
+        raw: &[u8],
+        out: &mut Vec<Record>,
+    ) -> LineInfo {
+        let before = self.ctx;
+        let key = match shapes.lookup(raw, &before) {
+            shape::Lookup::Trusted(program, key) => {
+                let mut buf = std::mem::take(&mut self.buf);
+                let done = program
+                    .text(raw, &mut buf)
+                    .and_then(|text| program.run(raw, text, &before, out));
+                self.buf = buf;
+                if let Some((info, ctx)) = done {
+                    self.ctx = ctx;
+                    shapes.count_served();
+                    return info;
+                }
+                key
+            }
+            shape::Lookup::Full => return self.parse_whole(raw, out),
+            shape::Lookup::Learn(key) => key,
+        };
+        let start = out.len();
+        let mut buf = std::mem::take(&mut self.buf);
+        let text = clean::clean(raw, &mut buf);
+        let (info, reads) = trace::reads_of(text, || self.parse_text(text, out));
+        shapes.learn(
+            key,
+            &shape::Parsed {
+                raw,
+                text,
+                reads: &reads,
+                before: &before,
+                after: self.ctx,
+                info,
+                records: &out[start..],
+            },
+        );
         self.buf = buf;
         info
     }

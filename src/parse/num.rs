@@ -1,5 +1,7 @@
 //! Numbers, units and durations as training logs print them.
 
+use super::trace::{self, Kind, Val};
+
 /// A unit written after a number (`0.1ms`, `9.46GiB`, `3961M`, `26.7%`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
@@ -32,7 +34,8 @@ pub fn number_unit(s: &str) -> Option<(f64, Unit, &str)> {
         return None;
     }
     let (num, rest) = s.split_at(end);
-    let value = parse_grouped(num)?;
+    let value = decimal(num)?;
+    trace::note(num, Kind::Decimal, Some(Val::F(value)));
     let rest = rest.trim_start_matches(['\'', '"']);
     Some((value, unit_of(rest), rest))
 }
@@ -53,11 +56,14 @@ pub fn integer(s: &str) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
-    if digits.contains(',') {
+    let value = if digits.contains(',') {
         digits.replace(',', "").parse().ok()
     } else {
         digits.parse().ok()
-    }
+    };
+    // Noted even when it fails: whether it overflows depends on the digits.
+    trace::note(digits, Kind::Integer, value.map(Val::U));
+    value
 }
 
 /// Where the leading number of `s` ends: sign, digits, `1,234` groups, fraction, exponent.
@@ -106,7 +112,8 @@ fn number_end(s: &str) -> usize {
     i
 }
 
-fn parse_grouped(num: &str) -> Option<f64> {
+/// The value of a number as `number_end` delimits it.
+pub(crate) fn decimal(num: &str) -> Option<f64> {
     if let Some(v) = fast_decimal(num.as_bytes()) {
         return Some(v);
     }
@@ -214,8 +221,8 @@ pub fn to_mib(value: f64, unit: Unit, default: Unit) -> Option<f64> {
 
 /// A duration in seconds: `4:27:58`, `01:23`, `218:49:50`, `1 day, 12:59:34`, `37 days, 5:46:17`,
 /// `1:42:12.36`, `23.4s`, `10s`. `N/A`, `?` and anything else give `None`.
-pub fn duration_s(s: &str) -> Option<f64> {
-    let s = s.trim().trim_start_matches('<');
+pub fn duration_s(text: &str) -> Option<f64> {
+    let s = text.trim().trim_start_matches('<');
     let (days, clock) = match s.split_once(" day") {
         Some((d, rest)) => {
             let rest = rest.trim_start_matches('s').trim_start_matches(',').trim();
@@ -239,7 +246,9 @@ pub fn duration_s(s: &str) -> Option<f64> {
         let (v, unit, _) = number_unit(clock)?;
         to_ms(v, unit, Unit::S)? / 1000.0
     };
-    Some(days * 86_400.0 + secs)
+    let value = days * 86_400.0 + secs;
+    trace::note(text, Kind::Duration, Some(Val::F(value)));
+    Some(value)
 }
 
 #[cfg(test)]

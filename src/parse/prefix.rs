@@ -2,6 +2,8 @@
 //! headers. They nest (`[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: ...`), so
 //! they are stripped in a loop; what they say (time, rank, logger name) is kept.
 
+use super::trace::{self, Kind, Val};
+
 /// What the prefixes of one line said.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Prefix<'a> {
@@ -49,14 +51,22 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
     let after = &t[close + 1..];
     if let Some(rest) = after.strip_prefix(':') {
         let digits = inner.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-        if let Ok(rank) = digits.parse::<u32>() {
+        let rank = digits.parse::<u32>().ok();
+        trace::note(digits, Kind::Int, rank.map(|r| Val::U(u64::from(r))));
+        if let Some(rank) = rank {
             p.rank = Some(rank);
             return Some(rest);
         }
     }
-    if let Some(mpi) = inner.strip_prefix("1,mpirank:") {
-        let rank = mpi.split(',').next()?.parse().ok()?;
-        p.rank = Some(rank);
+    // Open MPI's `[jobid,mpirank:N,host]`: the job id is usually 1, but any will do.
+    if let Some(mpi) = inner
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .strip_prefix(",mpirank:")
+    {
+        let digits = mpi.split(',').next()?;
+        let rank = digits.parse().ok();
+        trace::note(digits, Kind::Int, rank.map(|r| Val::U(u64::from(r))));
+        p.rank = Some(rank?);
         let rest = after.trim_start_matches(|c| c != ':');
         return rest.strip_prefix(':');
     }
@@ -67,7 +77,10 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
         return Some(after);
     }
     if let Some(n) = inner.strip_prefix("Rank ") {
-        p.rank = Some(n.trim().parse().ok()?);
+        let n = n.trim();
+        let rank = n.parse().ok();
+        trace::note(n, Kind::Int, rank.map(|r| Val::U(u64::from(r))));
+        p.rank = Some(rank?);
         return Some(after);
     }
     if let Some((level, _)) = inner.split_once('|')
@@ -233,6 +246,8 @@ pub fn timestamp(s: &str) -> Option<(f64, &str)> {
         return None;
     }
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        // Noted: whether this fails depends on the digits, not on the line's shape.
+        trace::note(s, Kind::Timestamp, None);
         return None;
     }
     let mut end = c + 8;
@@ -247,6 +262,7 @@ pub fn timestamp(s: &str) -> Option<(f64, &str)> {
     }
     let days = days_from_civil(i64::from(year), month, day);
     let secs = days as f64 * 86_400.0 + f64::from(h * 3600 + m * 60 + sec) + frac;
+    trace::note(s, Kind::Timestamp, Some(Val::F(secs)));
     Some((secs, &s[end..]))
 }
 

@@ -2,6 +2,7 @@
 //! rich bars), Keras 2 and 3, and Ultralytics rows. Each `\r` redraw is its own record.
 
 use super::record::{EventKind, Format, Record, StepRecord};
+use super::trace::{self, Kind, Val};
 use super::{Context, dispatch, events, kv, num, prefix, push_event, push_step, read_pairs};
 
 /// Lines starting with `Epoch `: a Lightning bar, a Lightning rich bar, Keras's epoch header,
@@ -13,6 +14,7 @@ pub fn epoch_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<F
         return None;
     }
     let epoch: f64 = body[..digits].parse().ok()?;
+    trace::note(&body[..digits], Kind::Float, Some(Val::F(epoch)));
     let rest = &body[digits..];
     if rest.starts_with(':') {
         if rest.contains('|') {
@@ -93,8 +95,14 @@ pub fn counter_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
         _ => rest.trim_start_matches(['━', ' ']),
     };
     // Keras 3 shows the ETA while the epoch runs and the elapsed time once it is done.
+    let running = rec.step < rec.total;
+    trace::note(
+        &p[..first_tok_end],
+        Kind::Unfinished,
+        running.then_some(Val::U(1)),
+    );
     if rest.starts_with('━')
-        && rec.step < rec.total
+        && running
         && let Some(eta) = metrics.split_whitespace().next()
     {
         rec.eta_s = num::duration_s(eta);

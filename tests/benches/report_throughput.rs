@@ -60,14 +60,41 @@ fn build_log(path: &Path, target: u64) -> u64 {
             }
         }
     }
+    // Repeated lines carry new numbers, as a real log's do: each copy of the fixtures gets
+    // other fraction digits (losses, times, rates), in the same layout.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let variants: Vec<Vec<u8>> = (0..16).map(|_| new_fractions(&chunk, &mut seed)).collect();
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
     let mut written = 0;
-    while written < target {
-        out.write_all(&chunk).expect("write");
-        written += chunk.len() as u64;
+    for variant in variants.iter().cycle() {
+        if written >= target {
+            break;
+        }
+        out.write_all(variant).expect("write");
+        written += variant.len() as u64;
     }
     out.flush().expect("flush");
     written
+}
+
+/// `text` with every digit after a decimal point replaced by a pseudo-random one.
+fn new_fractions(text: &[u8], seed: &mut u64) -> Vec<u8> {
+    let mut fraction = false;
+    text.iter()
+        .map(|&b| {
+            let digit = b.is_ascii_digit();
+            let out = if digit && fraction {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                b'0' + (*seed % 10) as u8
+            } else {
+                b
+            };
+            fraction = (b == b'.' && !fraction) || (digit && fraction);
+            out
+        })
+        .collect()
 }
 
 fn peak_rss_kib() -> u64 {

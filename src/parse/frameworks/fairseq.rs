@@ -3,6 +3,7 @@
 //! (`epoch 0: {'accuracy': ...}`).
 
 use crate::parse::record::{EventKind, Format, Record, StepRecord};
+use crate::parse::trace::{self, Kind, Val};
 use crate::parse::{eval, kv, num, push_event, push_step, read_pairs};
 
 /// Step lines carry the position in the epoch; `num_updates` is not taken for the step.
@@ -13,6 +14,7 @@ pub fn fairseq(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option<F
         return None;
     }
     let epoch: f64 = body[..digits].parse().ok()?;
+    trace::note(&body[..digits], Kind::Float, Some(Val::F(epoch)));
     let rest = &body[digits..];
     if let Some(rest) = rest.strip_prefix(':') {
         let (i, rest) = rest.split_once('/')?;

@@ -1,0 +1,960 @@
+//! Line shapes: a memo of how the parser reads lines that differ only in their numbers.
+//!
+//! A training log prints the same few lines over and over with new numbers. A line's shape is
+//! its bytes with each number's digits masked (digits right after a letter, as in `Stage8`,
+//! `rank3` or `fp16`, are part of a name and stay). For a new shape the full parser runs with
+//! trace.rs noting where it read each number; every figure it produced is then explained as one
+//! of those reads (times a unit factor) or a value from the context. The next lines of the shape
+//! are parsed in full too, and the explanation must give exactly what the parser gave: after
+//! `CONFIRMATIONS` such lines, with each figure explained by one place in the line, the shape is
+//! trusted, and its lines are read from those places alone. A line whose number does not read
+//! (a timestamp with a 13th month) or reads as a non-finite value goes to the full parser; a
+//! shape the explanation ever gets wrong is never memoised.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::record::{Format, Record};
+use super::trace::{Kind, Read, Val};
+use super::{Context, Indents, LineInfo};
+
+/// Lines of a shape parsed in full and explained before the shape is trusted.
+const CONFIRMATIONS: u8 = 3;
+/// Lines of a shape the explanation could not be checked on (a number that did not read)
+/// before the shape is given up.
+const MAX_SKIPPED: u8 = 32;
+/// Shapes one parser remembers; lines of further shapes are parsed in full. Each costs its
+/// records and a few words.
+const MAX_SHAPES: usize = 4096;
+
+/// The memo of one parser.
+#[derive(Default)]
+pub(crate) struct Shapes {
+    map: HashMap<u64, Shape, BuildHasherDefault<Premixed>>,
+    /// Lines read from a trusted shape, for the benchmark and the tests.
+    served: u64,
+}
+
+/// What the context holds apart from numbers: lines of one shape are the same line only in
+/// the same such context.
+#[derive(Clone, Copy, PartialEq)]
+struct CtxKey {
+    keras: bool,
+    block: bool,
+    indents: Indents,
+    since_cache: u32,
+    glued: Option<Format>,
+}
+
+impl CtxKey {
+    fn of(c: &Context) -> Self {
+        CtxKey {
+            keras: c.keras_epoch.is_some(),
+            block: c.block_step.is_some(),
+            indents: c.stage_indents,
+            since_cache: c.since_cache,
+            glued: c.glued_format,
+        }
+    }
+
+    fn hash(&self) -> u64 {
+        let mut h = mix(
+            u64::from(self.keras) | u64::from(self.block) << 1 | u64::from(self.since_cache) << 2,
+            self.glued.map_or(0, |f| f as u64 + 1),
+        );
+        for i in 0..self.indents.len() {
+            h = mix(h, u64::from(self.indents.at[i]));
+        }
+        h
+    }
+}
+
+struct Shape {
+    skeleton: u64,
+    ctx: CtxKey,
+    state: State,
+}
+
+enum State {
+    /// Inserted by `lookup`; `learn` reads its first line.
+    New,
+    Learning(Memo),
+    Trusted(Memo),
+    Refused,
+}
+
+/// A shape's lines as the parser read the first of them, and the places that explain each
+/// figure.
+pub(crate) struct Program {
+    text: TextAt,
+    records: Vec<Record>,
+    info: LineInfo,
+    ctx: Context,
+    sources: Vec<Source>,
+    /// Other explanations of figure `.0`, which must give the same value.
+    alternates: Vec<(usize, Source)>,
+    /// Where each text of the records is in the line (`texts` order).
+    spans: Vec<(usize, usize)>,
+    /// The parser's other reads, which must read the same way (fail, or give a finite or a
+    /// non-finite number) for its branches to be the ones learned.
+    guards: Vec<Guard>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Guard {
+    at: usize,
+    len: usize,
+    kind: Kind,
+    class: Class,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Class {
+    Fails,
+    Finite,
+    NonFinite,
+}
+
+impl Class {
+    fn of(v: Option<Val>) -> Class {
+        match v {
+            None => Class::Fails,
+            Some(Val::F(x)) if !x.is_finite() => Class::NonFinite,
+            Some(_) => Class::Finite,
+        }
+    }
+}
+
+impl Guard {
+    fn holds(&self, text: &str) -> bool {
+        let v = text
+            .get(self.at..self.at + self.len)
+            .and_then(|s| self.kind.read(s));
+        Class::of(v) == self.class
+    }
+}
+
+/// A shape's program and what it was learned from.
+struct Memo {
+    program: Program,
+    /// For each figure, every source that has explained it on every line so far. Two places
+    /// can hold the same number for a long time (rank 1 and epoch 1): the program reads the
+    /// first and checks that the others agree, and a line where they do not teaches which.
+    candidates: Vec<Vec<Source>>,
+    /// The first line's reads, the guards' origin.
+    reads: Vec<Read>,
+    lines: u8,
+    skipped: u8,
+}
+
+/// Where the parser's text was: the raw bytes themselves, or a cleaned copy of this length.
+#[derive(Clone, Copy, PartialEq)]
+enum TextAt {
+    Raw,
+    Cleaned(usize),
+}
+
+/// Where a figure comes from.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    Read {
+        at: usize,
+        len: usize,
+        kind: Kind,
+        op: Op,
+        /// The first digit of what was read, to tell two places from two reads of one place.
+        anchor: usize,
+    },
+    KerasEpoch,
+    BlockStep,
+}
+
+/// How a read becomes a figure: the parser's unit conversions.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Same,
+    Mul(f64),
+    Div(f64),
+    /// `c / v`: a rate from a time per step, or the reverse.
+    Over(f64),
+    ToFloat,
+    ToInt,
+}
+
+const FACTORS: [f64; 8] = [
+    1000.0,
+    1024.0,
+    100.0,
+    60.0,
+    3600.0,
+    86_400.0,
+    1e6,
+    1_048_576.0,
+];
+
+impl Op {
+    fn apply(self, v: Val) -> Option<Val> {
+        Some(match (self, v) {
+            (Op::Same, v) => v,
+            (Op::Mul(c), Val::F(x)) => Val::F(x * c),
+            (Op::Div(c), Val::F(x)) => Val::F(x / c),
+            (Op::Over(c), Val::F(x)) => Val::F(c / x),
+            (Op::ToFloat, Val::U(n)) => Val::F(n as f64),
+            // The parser truncates a float step the same way.
+            (Op::ToInt, Val::F(x)) => Val::U(x as u64),
+            _ => return None,
+        })
+    }
+
+    /// Every conversion worth trying on a read of this kind.
+    fn all(v: Val) -> impl Iterator<Item = Op> {
+        let float = matches!(v, Val::F(_));
+        let scaled = FACTORS
+            .into_iter()
+            .flat_map(|c| [Op::Mul(c), Op::Div(c), Op::Over(c)])
+            .chain([Op::Over(1.0), Op::ToInt]);
+        [Op::Same]
+            .into_iter()
+            .chain(float.then_some(scaled).into_iter().flatten())
+            .chain((!float).then_some(Op::ToFloat))
+    }
+}
+
+impl Source {
+    fn value(&self, text: &str, before: &Context) -> Option<Val> {
+        match *self {
+            Source::Read {
+                at, len, kind, op, ..
+            } => op.apply(kind.read(text.get(at..at + len)?)?),
+            Source::KerasEpoch => before.keras_epoch.map(Val::F),
+            Source::BlockStep => before.block_step.map(Val::U),
+        }
+    }
+
+    fn anchor(&self) -> usize {
+        match *self {
+            Source::Read { anchor, .. } => anchor,
+            Source::KerasEpoch => usize::MAX,
+            Source::BlockStep => usize::MAX - 1,
+        }
+    }
+}
+
+/// One figure of a line's output, to read or to fill in.
+enum Slot<'a> {
+    F(&'a mut f64),
+    U(&'a mut u64),
+    U32(&'a mut u32),
+}
+
+impl Slot<'_> {
+    fn get(&self) -> Val {
+        match self {
+            Slot::F(x) => Val::F(**x),
+            Slot::U(n) => Val::U(**n),
+            Slot::U32(n) => Val::U(u64::from(**n)),
+        }
+    }
+
+    /// False when the value cannot stand here (a non-finite float, an out-of-range rank): the
+    /// line then goes to the full parser.
+    fn set(self, v: Val) -> bool {
+        match (self, v) {
+            (Slot::F(x), Val::F(v)) if v.is_finite() => *x = v,
+            (Slot::U(n), Val::U(v)) => *n = v,
+            (Slot::U32(n), Val::U(v)) => match u32::try_from(v) {
+                Ok(v) => *n = v,
+                Err(_) => return false,
+            },
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Calls `f` on every figure of a line's output, always in the same order.
+fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut dyn FnMut(Slot)) {
+    let opt_f = |x: &mut Option<f64>, f: &mut dyn FnMut(Slot)| {
+        if let Some(x) = x {
+            f(Slot::F(x));
+        }
+    };
+    let opt_u = |n: &mut Option<u64>, f: &mut dyn FnMut(Slot)| {
+        if let Some(n) = n {
+            f(Slot::U(n));
+        }
+    };
+    for r in records {
+        match r {
+            Record::Step(s) => {
+                opt_u(&mut s.step, f);
+                opt_u(&mut s.total, f);
+                for x in [
+                    &mut s.epoch,
+                    &mut s.step_time_ms,
+                    &mut s.data_time_ms,
+                    &mut s.samples_per_s,
+                    &mut s.iters_per_s,
+                    &mut s.batch_size,
+                    &mut s.loss,
+                    &mut s.lr,
+                    &mut s.grad_norm,
+                    &mut s.loss_scale,
+                    &mut s.tokens_per_s,
+                    &mut s.mfu_pct,
+                    &mut s.memory_mb,
+                    &mut s.eta_s,
+                ] {
+                    opt_f(x, f);
+                }
+            }
+            Record::Stage(s) => {
+                f(Slot::F(&mut s.ms));
+                opt_f(&mut s.share_pct, f);
+                opt_u(&mut s.step, f);
+            }
+            Record::StageTotal { ms, step } => {
+                f(Slot::F(ms));
+                opt_u(step, f);
+            }
+            Record::StageBlockStart { step } => opt_u(step, f),
+            Record::Cache(c) => {
+                opt_f(&mut c.hit_rate_pct, f);
+                opt_u(&mut c.hits, f);
+                opt_u(&mut c.misses, f);
+                opt_u(&mut c.items, f);
+                opt_f(&mut c.memory_used_mb, f);
+                opt_f(&mut c.memory_total_mb, f);
+            }
+            Record::HostMem(m) => {
+                opt_u(&mut m.step, f);
+                for x in [
+                    &mut m.process_mb,
+                    &mut m.process_pct,
+                    &mut m.system_used_mb,
+                    &mut m.system_total_mb,
+                    &mut m.system_pct,
+                ] {
+                    opt_f(x, f);
+                }
+            }
+            Record::Event { .. } => {}
+            // Config lines are never memoised (`first_line`).
+            Record::Config(_) => {}
+            Record::Summary(s) => {
+                for x in [
+                    &mut s.runtime_s,
+                    &mut s.samples_per_s,
+                    &mut s.steps_per_s,
+                    &mut s.loss,
+                ] {
+                    opt_f(x, f);
+                }
+            }
+        }
+    }
+    opt_f(&mut info.time, f);
+    if let Some(rank) = &mut info.rank {
+        f(Slot::U32(rank));
+    }
+    opt_f(&mut ctx.keras_epoch, f);
+    opt_u(&mut ctx.block_step, f);
+}
+
+/// Calls `f` on every text of a line's records (stage names, event texts), always in the
+/// same order.
+fn texts(records: &mut [Record], f: &mut dyn FnMut(&mut String)) {
+    for r in records {
+        match r {
+            Record::Stage(s) => f(&mut s.name),
+            Record::Event { text, .. } => f(text),
+            _ => {}
+        }
+    }
+}
+
+/// A line as the full parser read it, with what the memo needs to learn from it.
+pub(crate) struct Parsed<'a> {
+    pub raw: &'a [u8],
+    pub text: &'a str,
+    pub reads: &'a [Read],
+    pub before: &'a Context,
+    pub after: Context,
+    pub info: LineInfo,
+    pub records: &'a [Record],
+}
+
+impl Parsed<'_> {
+    fn text_at(&self) -> TextAt {
+        if self.text.as_ptr() == self.raw.as_ptr() && self.text.len() == self.raw.len() {
+            TextAt::Raw
+        } else {
+            TextAt::Cleaned(self.text.len())
+        }
+    }
+
+    /// The line's figures in `slots` order.
+    fn figures(&self) -> Vec<Val> {
+        let mut records = self.records.to_vec();
+        let (mut info, mut ctx) = (self.info, self.after);
+        let mut out = Vec::new();
+        slots(&mut records, &mut info, &mut ctx, &mut |s| {
+            out.push(s.get())
+        });
+        out
+    }
+}
+
+/// What `Shapes::lookup` found for a line.
+pub(crate) enum Lookup<'a> {
+    /// Read it with this program; if the program cannot, parse it in full with reads noted
+    /// and call `learn`.
+    Trusted(&'a Program, u64),
+    /// Parse it in full with reads noted, then call `learn`.
+    Learn(u64),
+    /// Parse it in full.
+    Full,
+}
+
+impl Shapes {
+    pub(crate) fn served(&self) -> u64 {
+        self.served
+    }
+
+    /// The memo's entry for `raw` in context `ctx`.
+    pub(crate) fn lookup(&mut self, raw: &[u8], ctx: &Context) -> Lookup<'_> {
+        let skeleton = skeleton(raw);
+        let ctx_key = CtxKey::of(ctx);
+        let key = mix(skeleton, ctx_key.hash());
+        let found = self.map.get(&key).map(|s| {
+            if s.skeleton != skeleton || s.ctx != ctx_key {
+                None
+            } else {
+                Some(!matches!(s.state, State::Refused))
+            }
+        });
+        match found {
+            // Another shape under the same key, or a refused one.
+            Some(None | Some(false)) => Lookup::Full,
+            Some(Some(true)) => match self.map.get(&key) {
+                Some(Shape {
+                    state: State::Trusted(p),
+                    ..
+                }) => Lookup::Trusted(&p.program, key),
+                _ => Lookup::Learn(key),
+            },
+            None if self.map.len() < MAX_SHAPES => {
+                self.map.insert(
+                    key,
+                    Shape {
+                        skeleton,
+                        ctx: ctx_key,
+                        state: State::New,
+                    },
+                );
+                Lookup::Learn(key)
+            }
+            None => Lookup::Full,
+        }
+    }
+
+    pub(crate) fn count_served(&mut self) {
+        self.served += 1;
+    }
+
+    /// Learns from a line of the shape `key` that the full parser has just read.
+    pub(crate) fn learn(&mut self, key: u64, line: &Parsed) {
+        let Some(shape) = self.map.get_mut(&key) else {
+            return;
+        };
+        let state = std::mem::replace(&mut shape.state, State::Refused);
+        shape.state = match state {
+            State::New => first_line(line).map_or(State::Refused, State::Learning),
+            State::Learning(m) | State::Trusted(m) => m.next_line(line),
+            State::Refused => State::Refused,
+        };
+    }
+}
+
+/// Explains every figure of a shape's first line, or None when one has no explanation.
+fn first_line(line: &Parsed) -> Option<Memo> {
+    // Config facts come once per run, and some are read from digits by value (`pin_memory:
+    // 1`, `precision: 16`): not worth a memo.
+    if line.records.iter().any(|r| matches!(r, Record::Config(_))) {
+        return None;
+    }
+    let text_at = line.text_at();
+    let mut candidates = Vec::new();
+    for v in line.figures() {
+        let mut found: Vec<Source> = Vec::new();
+        let mut add = |s: Source| {
+            if s.value(line.text, line.before).is_some_and(|x| x.same(v))
+                && !found.iter().any(|f| f.anchor() == s.anchor())
+            {
+                found.push(s);
+            }
+        };
+        // An `Unfinished` read is a comparison the parser branched on, not a figure.
+        for r in line.reads.iter().filter(|r| r.kind != Kind::Unfinished) {
+            let Some(val) = r.val else {
+                continue;
+            };
+            let anchor = r.at
+                + line.text[r.at..r.at + r.len]
+                    .bytes()
+                    .position(|b| b.is_ascii_digit())
+                    .unwrap_or(0);
+            for op in Op::all(val) {
+                add(Source::Read {
+                    at: r.at,
+                    len: r.len,
+                    kind: r.kind,
+                    op,
+                    anchor,
+                });
+            }
+        }
+        add(Source::KerasEpoch);
+        add(Source::BlockStep);
+        if found.is_empty() {
+            return None;
+        }
+        candidates.push(found);
+    }
+    // A text must be a piece of the line, which the next lines have at the same place.
+    let mut records = line.records.to_vec();
+    let mut spans = Vec::new();
+    let mut all_found = true;
+    texts(&mut records, &mut |t| match line.text.find(t.as_str()) {
+        Some(at) => spans.push((at, t.len())),
+        None => all_found = false,
+    });
+    if !all_found {
+        return None;
+    }
+    let mut program = Program {
+        text: text_at,
+        spans,
+        records,
+        info: line.info,
+        ctx: line.after,
+        sources: Vec::new(),
+        alternates: Vec::new(),
+        guards: Vec::new(),
+    };
+    program.choose(&candidates, line.reads);
+    Some(Memo {
+        program,
+        candidates,
+        reads: line.reads.to_vec(),
+        lines: 1,
+        skipped: 0,
+    })
+}
+
+impl Memo {
+    /// Checks the explanation against another line the full parser read.
+    fn next_line(mut self, line: &Parsed) -> State {
+        let serves = self.program.serves(line.text, line.before);
+        // A line the program would not serve (a number that does not read) says nothing
+        // about the lines it would.
+        let skip = |mut this: Memo| {
+            if serves {
+                return State::Refused;
+            }
+            if this.lines > CONFIRMATIONS {
+                return State::Trusted(this);
+            }
+            this.skipped += 1;
+            if this.skipped > MAX_SKIPPED {
+                State::Refused
+            } else {
+                State::Learning(this)
+            }
+        };
+        if line.text_at() != self.program.text {
+            return skip(self);
+        }
+        let figures = line.figures();
+        if figures.len() != self.candidates.len() {
+            return skip(self);
+        }
+        let mut candidates = self.candidates.clone();
+        for (found, v) in candidates.iter_mut().zip(figures) {
+            found.retain(|s| s.value(line.text, line.before).is_some_and(|x| x.same(v)));
+            if found.is_empty() {
+                return skip(self);
+            }
+        }
+        self.candidates = candidates;
+        self.program.choose(&self.candidates, &self.reads);
+        let mut records = Vec::new();
+        match self
+            .program
+            .run(line.raw, line.text, line.before, &mut records)
+        {
+            Some((info, ctx))
+                if records == line.records && info == line.info && ctx == line.after => {}
+            _ => return State::Refused,
+        }
+        self.lines = self.lines.saturating_add(1);
+        if self.lines > CONFIRMATIONS {
+            State::Trusted(self)
+        } else {
+            State::Learning(self)
+        }
+    }
+}
+
+impl Program {
+    /// Takes the first explanation of each figure, and every other read as a guard.
+    fn choose(&mut self, candidates: &[Vec<Source>], reads: &[Read]) {
+        self.sources = candidates.iter().map(|c| c[0]).collect();
+        self.alternates = candidates
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| c[1..].iter().map(move |s| (i, *s)))
+            .collect();
+        let is_source = |r: &Read| {
+            self.sources.iter().any(|s| {
+                matches!(*s, Source::Read { at, len, kind, .. }
+                    if at == r.at && len == r.len && kind == r.kind)
+            })
+        };
+        let mut guards: Vec<Guard> = Vec::new();
+        for r in reads.iter().filter(|r| !is_source(r)) {
+            if !guards
+                .iter()
+                .any(|g| g.at == r.at && g.len == r.len && g.kind == r.kind)
+            {
+                guards.push(Guard {
+                    at: r.at,
+                    len: r.len,
+                    kind: r.kind,
+                    class: Class::of(r.val),
+                });
+            }
+        }
+        self.guards = guards;
+    }
+
+    /// True when every figure reads from `text` and every guard holds.
+    fn serves(&self, text: &str, before: &Context) -> bool {
+        self.sources.iter().all(|s| s.value(text, before).is_some())
+            && self.guards.iter().all(|g| g.holds(text))
+    }
+
+    /// The text the parser would read for `raw`, cleaning it into `buf` when the shape needs
+    /// it; None when it is not laid out as the shape's was.
+    pub(crate) fn text<'a>(&self, raw: &'a [u8], buf: &'a mut String) -> Option<&'a str> {
+        match self.text {
+            TextAt::Raw => std::str::from_utf8(raw).ok(),
+            TextAt::Cleaned(len) => {
+                let text = super::clean::clean(raw, buf);
+                (text.len() == len).then_some(text)
+            }
+        }
+    }
+
+    /// Appends the line's records to `out` and returns its info and the context after it, or
+    /// None (and `out` as it was) when a figure does not read.
+    pub(crate) fn run(
+        &self,
+        raw: &[u8],
+        text: &str,
+        before: &Context,
+        out: &mut Vec<Record>,
+    ) -> Option<(LineInfo, Context)> {
+        debug_assert!(self.text != TextAt::Raw || text.len() == raw.len());
+        if !self.guards.iter().all(|g| g.holds(text)) {
+            return None;
+        }
+        let agree = |&(i, alt): &(usize, Source)| {
+            let primary = self.sources.get(i).and_then(|s| s.value(text, before));
+            matches!((primary, alt.value(text, before)), (Some(a), Some(b)) if a.same(b))
+        };
+        if !self.alternates.iter().all(agree) {
+            return None;
+        }
+        let start = out.len();
+        out.extend_from_slice(&self.records);
+        let (mut info, mut ctx) = (self.info, self.ctx);
+        let mut sources = self.sources.iter();
+        let mut ok = true;
+        slots(&mut out[start..], &mut info, &mut ctx, &mut |slot| {
+            ok = ok
+                && sources
+                    .next()
+                    .and_then(|s| s.value(text, before))
+                    .is_some_and(|v| slot.set(v));
+        });
+        let mut spans = self.spans.iter();
+        texts(&mut out[start..], &mut |t| {
+            let piece = spans.next().and_then(|&(at, len)| text.get(at..at + len));
+            match piece {
+                Some(piece) => {
+                    t.clear();
+                    t.push_str(piece);
+                }
+                None => ok = false,
+            }
+        });
+        if ok {
+            Some((info, ctx))
+        } else {
+            out.truncate(start);
+            None
+        }
+    }
+}
+
+/// A hash of the line with its number digits masked, eight bytes at a time. A digit is kept
+/// when its run of digits follows a letter, `_` or a non-ASCII byte (a name: `Stage8`, `阶段4`);
+/// the other digits become `0`.
+fn skeleton(raw: &[u8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut h = raw.len() as u64;
+    // The previous word's last byte: a digit, a digit kept, a byte that names what follows.
+    let (mut digit_in, mut kept_in, mut names_in) = (0u64, 0u64, 0u64);
+    let mut chunks = raw.chunks_exact(8);
+    let mut word = |w: u64, h: &mut u64| {
+        let low = w & !HIGH;
+        let ascii = !w & HIGH;
+        let digit = (low + ONES * (0x80 - 0x30)) & !(low + ONES * (0x80 - 0x3a)) & ascii;
+        let folded = low | (ONES * 0x20);
+        let alpha = (folded + ONES * (0x80 - 0x61)) & !(folded + ONES * (0x80 - 0x7b)) & ascii;
+        let not_under = low ^ (ONES * 0x5f);
+        let under = !((not_under + ONES * 0x7f) | not_under) & ascii;
+        let names = alpha | under | (w & HIGH);
+        // A digit whose previous byte names it, or is a kept digit, is kept: spread the
+        // run starts along their runs in three doubling steps.
+        let prev_digit = digit << 8 | digit_in;
+        let mut kept = digit & ((names << 8 | names_in) | (prev_digit & kept_in));
+        let run2 = digit & (digit << 8);
+        let run4 = run2 & (run2 << 16);
+        kept |= (kept << 8) & digit;
+        kept |= (kept << 16) & run2;
+        kept |= (kept << 32) & run4;
+        let masked = ((digit & !kept) >> 7) * 0x0f;
+        *h = mix(*h, w & !masked);
+        digit_in = digit >> 56;
+        kept_in = kept >> 56;
+        names_in = names >> 56;
+    };
+    for c in chunks.by_ref() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        word(u64::from_le_bytes(b), &mut h);
+    }
+    let rest = chunks.remainder();
+    let mut b = [0u8; 8];
+    b[..rest.len()].copy_from_slice(rest);
+    word(u64::from_le_bytes(b), &mut h);
+    h
+}
+
+/// One multiply-fold step: enough mixing that different shapes of a file do not collide.
+fn mix(h: u64, w: u64) -> u64 {
+    let m = u128::from(h ^ w) * 0x9e37_79b9_7f4a_7c15;
+    (m as u64) ^ (m >> 64) as u64
+}
+
+/// The map's keys are already mixed.
+#[derive(Default)]
+struct Premixed(u64);
+
+impl Hasher for Premixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix(self.0, u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::Parser;
+    use crate::source::LineSplitter;
+
+    /// Every fixture log (the garbage one too) as records the way the tail cuts them.
+    fn fixture_records() -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/logs");
+        let mut files: Vec<_> = std::fs::read_dir(&root)
+            .expect("fixtures")
+            .flat_map(|d| std::fs::read_dir(d.expect("dir").path()).expect("fixture dir"))
+            .map(|f| f.expect("file").path())
+            .filter(|f| f.extension().is_none_or(|e| e != "toml"))
+            .collect();
+        files.sort();
+        let mut records = Vec::new();
+        let mut split = LineSplitter::new();
+        for f in files {
+            split.push(&std::fs::read(&f).expect("fixture"), &mut |_, r| {
+                records.push(r.to_vec())
+            });
+            split.finish(&mut |_, r| records.push(r.to_vec()));
+        }
+        records
+    }
+
+    /// The line with each digit the memo masks replaced, at random, by another: new values
+    /// in the same layout, including impossible ones (a 19th month, `9e999`).
+    fn vary(line: &[u8], seed: &mut u64, odds: u64) -> Vec<u8> {
+        let mut next = || {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed
+        };
+        let mut named = false;
+        line.iter()
+            .map(|&b| {
+                let digit = b.is_ascii_digit();
+                let masked = digit && !named;
+                named = b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 || (digit && named);
+                if masked && next() % odds == 0 {
+                    b'0' + (next() % 10) as u8
+                } else {
+                    b
+                }
+            })
+            .collect()
+    }
+
+    /// Parses `lines` with the memo and in full; every line must give the same records, info
+    /// and context. Returns how many lines the memo served.
+    fn compare(lines: &[Vec<u8>]) -> u64 {
+        let (mut memo, mut full) = (Parser::default(), Parser::default());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (n, line) in lines.iter().enumerate() {
+            a.clear();
+            b.clear();
+            let ia = memo.parse(line, &mut a);
+            let ib = full.parse_whole(line, &mut b);
+            // Debug text, so that NaN equals NaN and -0.0 differs from 0.0.
+            assert_eq!(
+                format!("{ia:?} {a:?} {:?}", memo.context()),
+                format!("{ib:?} {b:?} {:?}", full.context()),
+                "line {n}: {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        memo.memo_hits()
+    }
+
+    #[test]
+    fn memo_reads_every_fixture_exactly_as_the_parser_does() {
+        let records = fixture_records();
+        for k in 1..=3u64 {
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(k);
+            let mut lines = Vec::new();
+            for round in 0..12 {
+                for r in &records {
+                    // As written, then mostly new numbers, some lines with every digit new.
+                    lines.push(match round % 4 {
+                        0 => r.clone(),
+                        1 => vary(r, &mut seed, 1),
+                        _ => vary(r, &mut seed, 6),
+                    });
+                }
+            }
+            let served = compare(&lines);
+            assert!(
+                served * 2 > lines.len() as u64,
+                "the memo served only {served} of {} lines",
+                lines.len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_shape_that_reads_differently_by_value_is_not_trusted() {
+        // Same shape, but the year decides whether the prefix is a timestamp at all.
+        let mut lines = Vec::new();
+        for i in 0..20 {
+            lines.push(format!(
+                "2024-01-1{} 10:00:0{} step {i}0 loss=0.5{i}",
+                i % 10,
+                i % 10
+            ));
+            lines.push(format!(
+                "9024-41-1{} 10:00:0{} step {i}0 loss=0.5{i}",
+                i % 10,
+                i % 10
+            ));
+        }
+        let lines: Vec<Vec<u8>> = lines.into_iter().map(String::into_bytes).collect();
+        compare(&lines);
+    }
+
+    /// The skeleton's bytes one at a time, as the rule says, and where it keeps a digit.
+    fn masked_slowly(raw: &[u8]) -> (Vec<u8>, Vec<usize>) {
+        let mut named = false;
+        let mut kept = Vec::new();
+        let masked = raw
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let digit = b.is_ascii_digit();
+                if digit && named {
+                    kept.push(i);
+                }
+                let out = if digit && !named { b'0' } else { b };
+                named = b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 || (digit && named);
+                out
+            })
+            .collect();
+        (masked, kept)
+    }
+
+    #[test]
+    fn skeleton_masks_exactly_the_digits_the_rule_says() {
+        let mut seed = 0x1234_5678_9abc_def1_u64;
+        let alphabet = b"0123456789a_Z.:- \x80\xe9/[";
+        for len in 0..200 {
+            for _ in 0..50 {
+                let line: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        alphabet[(seed % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                let shown = String::from_utf8_lossy(&line).into_owned();
+                let (masked, kept) = masked_slowly(&line);
+                // Other digits where the rule masks: the same shape.
+                assert_eq!(skeleton(&line), skeleton(&masked), "{shown:?}");
+                // Another digit where it keeps one: another shape.
+                if let Some(&i) = kept.last() {
+                    let mut other = line.clone();
+                    other[i] = if line[i] == b'7' { b'3' } else { b'7' };
+                    assert_ne!(skeleton(&line), skeleton(&other), "{shown:?} at {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn names_with_digits_are_part_of_the_shape() {
+        assert_ne!(
+            skeleton(b"Stage8 : 965.12ms"),
+            skeleton(b"Stage2 : 965.12ms")
+        );
+        assert_eq!(
+            skeleton(b"Stage8 : 965.12ms"),
+            skeleton(b"Stage8 : 123.45ms")
+        );
+        assert_ne!(skeleton(b"loss 0.5"), skeleton(b"loss 0.55"));
+    }
+}
