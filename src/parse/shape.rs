@@ -23,9 +23,9 @@ const CONFIRMATIONS: u8 = 3;
 /// Lines of a shape the explanation could not be checked on (a number that did not read)
 /// before the shape is given up.
 const MAX_SKIPPED: u8 = 32;
-/// Shapes one parser remembers; lines of further shapes are parsed in full. Each costs its
-/// records and a few words.
-const MAX_SHAPES: usize = 4096;
+/// Shapes one parser remembers; lines of further shapes are parsed in full. A log has a few
+/// hundred; each costs a KiB or two (its records, explanations and guards).
+const MAX_SHAPES: usize = 1024;
 
 /// The memo of one parser.
 #[derive(Default)]
@@ -78,8 +78,9 @@ struct Shape {
 enum State {
     /// Inserted by `lookup`; `learn` reads its first line.
     New,
-    Learning(Memo),
-    Trusted(Memo),
+    // Boxed: the map stays small and dense for the lookups on every line.
+    Learning(Box<Memo>),
+    Trusted(Box<Memo>),
     Refused,
 }
 
@@ -469,7 +470,7 @@ impl Shapes {
         };
         let state = std::mem::replace(&mut shape.state, State::Refused);
         shape.state = match state {
-            State::New => first_line(line).map_or(State::Refused, State::Learning),
+            State::New => first_line(line).map_or(State::Refused, |m| State::Learning(Box::new(m))),
             State::Learning(m) | State::Trusted(m) => m.next_line(line),
             State::Refused => State::Refused,
         };
@@ -554,11 +555,11 @@ fn first_line(line: &Parsed) -> Option<Memo> {
 
 impl Memo {
     /// Checks the explanation against another line the full parser read.
-    fn next_line(mut self, line: &Parsed) -> State {
+    fn next_line(mut self: Box<Self>, line: &Parsed) -> State {
         let serves = self.program.serves(line.text, line.before);
         // A line the program would not serve (a number that does not read) says nothing
         // about the lines it would.
-        let skip = |mut this: Memo| {
+        let skip = |mut this: Box<Memo>| {
             if serves {
                 return State::Refused;
             }
@@ -714,7 +715,10 @@ impl Program {
 fn skeleton(raw: &[u8]) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut h = raw.len() as u64;
+    // Each word is mixed with its position on its own and the results summed: no chain of
+    // multiplications from one word to the next.
+    let mut h = 0u64;
+    let mut position = 0u64;
     // The previous word's last byte: a digit, a digit kept, a byte that names what follows.
     let (mut digit_in, mut kept_in, mut names_in) = (0u64, 0u64, 0u64);
     let mut chunks = raw.chunks_exact(8);
@@ -737,7 +741,8 @@ fn skeleton(raw: &[u8]) -> u64 {
         kept |= (kept << 16) & run2;
         kept |= (kept << 32) & run4;
         let masked = ((digit & !kept) >> 7) * 0x0f;
-        *h = mix(*h, w & !masked);
+        position = position.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        *h = h.wrapping_add(mix(position, w & !masked));
         digit_in = digit >> 56;
         kept_in = kept >> 56;
         names_in = names >> 56;
@@ -751,7 +756,7 @@ fn skeleton(raw: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b[..rest.len()].copy_from_slice(rest);
     word(u64::from_le_bytes(b), &mut h);
-    h
+    mix(h, raw.len() as u64)
 }
 
 /// One multiply-fold step: enough mixing that different shapes of a file do not collide.
