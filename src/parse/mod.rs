@@ -190,7 +190,7 @@ impl Parser {
         let (info, reads) = trace::reads_of(text, || self.parse_text(text, out));
         shapes.learn(
             key,
-            &shape::Parsed {
+            &shape::ParsedLine {
                 raw,
                 text,
                 reads: &reads,

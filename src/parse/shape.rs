@@ -375,7 +375,7 @@ fn texts(records: &mut [Record], f: &mut dyn FnMut(&mut String)) {
 }
 
 /// A line as the full parser read it, with what the memo needs to learn from it.
-pub(crate) struct Parsed<'a> {
+pub(crate) struct ParsedLine<'a> {
     pub raw: &'a [u8],
     pub text: &'a str,
     pub reads: &'a [Read],
@@ -385,7 +385,7 @@ pub(crate) struct Parsed<'a> {
     pub records: &'a [Record],
 }
 
-impl Parsed<'_> {
+impl ParsedLine<'_> {
     fn text_at(&self) -> TextAt {
         if self.text.as_ptr() == self.raw.as_ptr() && self.text.len() == self.raw.len() {
             TextAt::Raw
@@ -464,7 +464,7 @@ impl Shapes {
     }
 
     /// Learns from a line of the shape `key` that the full parser has just read.
-    pub(crate) fn learn(&mut self, key: u64, line: &Parsed) {
+    pub(crate) fn learn(&mut self, key: u64, line: &ParsedLine) {
         let Some(shape) = self.map.get_mut(&key) else {
             return;
         };
@@ -478,7 +478,7 @@ impl Shapes {
 }
 
 /// Explains every figure of a shape's first line, or None when one has no explanation.
-fn first_line(line: &Parsed) -> Option<Memo> {
+fn first_line(line: &ParsedLine) -> Option<Memo> {
     // Config facts come once per run, and some are read from digits by value (`pin_memory:
     // 1`, `precision: 16`): not worth a memo.
     if line.records.iter().any(|r| matches!(r, Record::Config(_))) {
@@ -555,7 +555,7 @@ fn first_line(line: &Parsed) -> Option<Memo> {
 
 impl Memo {
     /// Checks the explanation against another line the full parser read.
-    fn next_line(mut self: Box<Self>, line: &Parsed) -> State {
+    fn next_line(mut self: Box<Self>, line: &ParsedLine) -> State {
         let serves = self.program.serves(line.text, line.before);
         // A line the program would not serve (a number that does not read) says nothing
         // about the lines it would.
