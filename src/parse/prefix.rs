@@ -41,6 +41,14 @@ pub fn strip(mut s: &str) -> (Prefix<'_>, &str) {
     (p, s)
 }
 
+/// A rank number. Noted for the shape memo even when it fails: whether it overflows depends
+/// on the digits.
+pub(crate) fn rank(digits: &str) -> Option<u32> {
+    let rank = digits.parse().ok();
+    trace::note(digits, Kind::Rank, rank.map(|r| Val::U(u64::from(r))));
+    rank
+}
+
 /// Bracketed wrappers: `[rank3]:`, `[default0]:`, `[1,mpirank:2,algo-1]<stdout>:`, `[1745] `,
 /// `[titan] `, `[Rank 0] `, `[2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] `,
 /// `[11/08 10:14:26 d2.utils.events]: `, `[04/14 09:05:02] d2.utils.events INFO: `,
@@ -51,9 +59,7 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
     let after = &t[close + 1..];
     if let Some(rest) = after.strip_prefix(':') {
         let digits = inner.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-        let rank = digits.parse::<u32>().ok();
-        trace::note(digits, Kind::Int, rank.map(|r| Val::U(u64::from(r))));
-        if let Some(rank) = rank {
+        if let Some(rank) = rank(digits) {
             p.rank = Some(rank);
             return Some(rest);
         }
@@ -63,10 +69,7 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
         .trim_start_matches(|c: char| c.is_ascii_digit())
         .strip_prefix(",mpirank:")
     {
-        let digits = mpi.split(',').next()?;
-        let rank = digits.parse().ok();
-        trace::note(digits, Kind::Int, rank.map(|r| Val::U(u64::from(r))));
-        p.rank = Some(rank?);
+        p.rank = Some(rank(mpi.split(',').next()?)?);
         let rest = after.trim_start_matches(|c| c != ':');
         return rest.strip_prefix(':');
     }
@@ -77,10 +80,7 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
         return Some(after);
     }
     if let Some(n) = inner.strip_prefix("Rank ") {
-        let n = n.trim();
-        let rank = n.parse().ok();
-        trace::note(n, Kind::Int, rank.map(|r| Val::U(u64::from(r))));
-        p.rank = Some(rank?);
+        p.rank = Some(rank(n.trim())?);
         return Some(after);
     }
     if let Some((level, _)) = inner.split_once('|')

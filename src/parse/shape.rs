@@ -12,6 +12,7 @@
 //! shape the explanation ever gets wrong is never memoised.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::record::{Format, Record};
@@ -427,35 +428,29 @@ impl Shapes {
         let skeleton = skeleton(raw);
         let ctx_key = CtxKey::of(ctx);
         let key = mix(skeleton, ctx_key.hash());
-        let found = self.map.get(&key).map(|s| {
-            if s.skeleton != skeleton || s.ctx != ctx_key {
-                None
-            } else {
-                Some(!matches!(s.state, State::Refused))
+        let room = self.map.len() < MAX_SHAPES;
+        match self.map.entry(key) {
+            Entry::Occupied(e) => {
+                let shape = e.into_mut();
+                if shape.skeleton != skeleton || shape.ctx != ctx_key {
+                    // Another shape under the same key.
+                    return Lookup::Full;
+                }
+                match &shape.state {
+                    State::Trusted(m) => Lookup::Trusted(&m.program, key),
+                    State::Refused => Lookup::Full,
+                    State::New | State::Learning(_) => Lookup::Learn(key),
+                }
             }
-        });
-        match found {
-            // Another shape under the same key, or a refused one.
-            Some(None | Some(false)) => Lookup::Full,
-            Some(Some(true)) => match self.map.get(&key) {
-                Some(Shape {
-                    state: State::Trusted(p),
-                    ..
-                }) => Lookup::Trusted(&p.program, key),
-                _ => Lookup::Learn(key),
-            },
-            None if self.map.len() < MAX_SHAPES => {
-                self.map.insert(
-                    key,
-                    Shape {
-                        skeleton,
-                        ctx: ctx_key,
-                        state: State::New,
-                    },
-                );
+            Entry::Vacant(e) if room => {
+                e.insert(Shape {
+                    skeleton,
+                    ctx: ctx_key,
+                    state: State::New,
+                });
                 Lookup::Learn(key)
             }
-            None => Lookup::Full,
+            Entry::Vacant(_) => Lookup::Full,
         }
     }
 

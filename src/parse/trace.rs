@@ -37,8 +37,8 @@ pub(crate) enum Kind {
     Timestamp,
     /// Plain digits read with `str::parse` as a float (an epoch number).
     Float,
-    /// Plain digits read with `str::parse` as an integer (a rank).
-    Int,
+    /// `prefix::rank`.
+    Rank,
     /// A counter `n/total` with n short of total (a running Keras epoch); fails otherwise.
     /// The parser branches on it, so the memo must see it.
     Unfinished,
@@ -53,7 +53,7 @@ impl Kind {
             Kind::Duration => num::duration_s(s).map(Val::F),
             Kind::Timestamp => prefix::timestamp(s).map(|(t, _)| Val::F(t)),
             Kind::Float => s.parse().ok().map(Val::F),
-            Kind::Int => s.parse().ok().map(Val::U),
+            Kind::Rank => prefix::rank(s).map(|r| Val::U(u64::from(r))),
             Kind::Unfinished => {
                 let (n, total) = s.split_once('/')?;
                 (num::integer(n)? < num::integer(total)?).then_some(Val::U(1))
