@@ -1,7 +1,8 @@
 //! `cargo bench --bench report_throughput`: `steptop report`'s pipeline (read, split, parse,
 //! model) over a large mixed log built from every fixture in fixtures/logs (our users' styles,
 //! mmengine, HF dicts and tqdm bars, timing blocks, noise). Prints MB/s per run, the median, and
-//! the process's peak RSS. Size: STEPTOP_BENCH_MB (default 1024).
+//! the process's peak RSS. Size: STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes
+//! the log there and leaves it, to profile `steptop report` on the same input.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1024);
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("mixed.log");
+    let path = std::env::var_os("STEPTOP_BENCH_KEEP")
+        .map_or_else(|| dir.path().join("mixed.log"), PathBuf::from);
     let bytes = build_log(&path, mb * 1024 * 1024);
     println!(
         "report_throughput: {:.0} MiB mixed log from the format fixtures",
