@@ -15,13 +15,14 @@ pub mod model;
 pub mod monitor;
 pub mod msg;
 pub mod parse;
+pub mod probe;
 pub mod report;
 pub mod source;
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use cli::{Cli, Command, ReportArgs, ReportFormat};
+use cli::{Cli, Command, ProbeArgs, ProbeFormat, ReportArgs, ReportFormat};
 use config::Config;
 use error::Error;
 
@@ -29,6 +30,52 @@ use error::Error;
 pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Report(args) => report_command(&args),
+        Command::Probe(args) => probe_command(&args),
+    }
+}
+
+fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
+    if let Some(pid) = args.pid
+        && !std::path::Path::new("/proc").join(pid.to_string()).exists()
+    {
+        return Err(Error::Usage(format!("--pid {pid}: no such process")));
+    }
+    let opts = probe::SamplerOptions {
+        interval: args.interval,
+        // --once reads everything on both of its readings.
+        slow_every: if args.once { 1 } else { 5 },
+        gpus: args.gpus.clone(),
+        gpm: args.gpm,
+        pid: args.pid,
+        logs: args.logs.clone(),
+        ..probe::SamplerOptions::default()
+    };
+    let nvml = probe::gpu::open();
+    let mut sampler = probe::Sampler::new(&nvml, opts);
+    let mut next = std::time::Instant::now();
+    // The first reading only starts the rates; --once prints the second.
+    sampler.sample(probe::sampler::unix_now());
+    loop {
+        next += args.interval;
+        std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
+        let s = sampler.sample(probe::sampler::unix_now());
+        let text = match args.format {
+            ProbeFormat::Text => {
+                let mut t = report::probe::text(&s);
+                if !args.once {
+                    t.push('\n');
+                }
+                t
+            }
+            ProbeFormat::Json => {
+                let mut t = report::probe::json(&s).map_err(|e| Error::Runtime(e.to_string()))?;
+                t.push('\n');
+                t
+            }
+        };
+        if !write_stdout(&text)? || args.once {
+            return Ok(());
+        }
     }
 }
 
@@ -50,7 +97,7 @@ fn report_command(args: &ReportArgs) -> Result<(), Error> {
             s
         }
     };
-    write_stdout(&text)
+    write_stdout(&text).map(|_| ())
 }
 
 /// Paths and globs to the files that exist now, in the order given; a missing file or a glob
@@ -74,12 +121,12 @@ fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
     Ok(paths)
 }
 
-/// Writes to stdout; a closed pipe (`| head`) ends quietly.
-fn write_stdout(text: &str) -> Result<(), Error> {
+/// Writes to stdout; a closed pipe (`| head`) ends quietly. False when the pipe is closed.
+fn write_stdout(text: &str) -> Result<bool, Error> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(Error::Runtime(format!("cannot write the report: {e}"))),
     }
 }

@@ -65,6 +65,10 @@ impl Monitor {
                 self.source(source).caught_up = true;
                 true
             }
+            Msg::Sample(sample) => {
+                self.model.apply_sample(*sample);
+                true
+            }
             Msg::SourceStopped { reason } => {
                 self.stopped = Some(reason);
                 true

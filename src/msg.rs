@@ -23,6 +23,8 @@ pub enum Msg {
     Status { source: usize, status: FileStatus },
     /// A file's content present at the start has been read: what follows is live.
     CaughtUp { source: usize },
+    /// A hardware sample (GPUs, host, trainer), read by the sampler thread.
+    Sample(Box<crate::probe::Sample>),
     /// The source thread stopped for good, with the reason.
     SourceStopped { reason: String },
 }

@@ -2,6 +2,7 @@
 //! no clock of its own, so the same records always give the same model.
 
 pub mod cache;
+pub mod hardware;
 pub mod run;
 pub mod stages;
 pub mod window;
@@ -12,6 +13,7 @@ use crate::parse::record::{
     ConfigFact, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
 };
 use cache::CacheState;
+use hardware::{GpuChange, Hardware};
 use run::RankState;
 use stages::{Stages, StepFacts};
 
@@ -76,6 +78,7 @@ pub struct Model {
     pub facts: Facts,
     pub summary: SummaryRecord,
     pub last_time: Option<f64>,
+    pub hardware: Hardware,
 }
 
 /// The training setup as the logs state it.
@@ -125,6 +128,7 @@ impl Model {
             facts: Facts::default(),
             summary: SummaryRecord::default(),
             last_time: None,
+            hardware: Hardware::default(),
         }
     }
 
@@ -158,6 +162,24 @@ impl Model {
                 keep_latest(&mut self.summary.steps_per_s, s.steps_per_s);
                 keep_latest(&mut self.summary.loss, s.loss);
             }
+        }
+    }
+
+    /// Folds one hardware sample into the model; a GPU lost or back is an event.
+    pub fn apply_sample(&mut self, sample: crate::probe::Sample) {
+        let time = sample.time;
+        for change in self.hardware.apply(sample) {
+            let (kind, text) = match change {
+                GpuChange::Lost { why, .. } => (EventKind::GpuLost, why),
+                GpuChange::Back { gpu } => (EventKind::GpuBack, format!("GPU {gpu} answers again")),
+            };
+            // Hardware events have no file and no line.
+            let stamp = Stamp {
+                time,
+                real_time: true,
+                ..Stamp::default()
+            };
+            self.apply(&stamp, Record::Event { kind, text });
         }
     }
 

@@ -138,6 +138,9 @@ pub enum EventKind {
     Eval,
     EpochEnd,
     MemoryCritical,
+    /// A GPU stopped answering NVML (fallen off the bus), or answered again.
+    GpuLost,
+    GpuBack,
 }
 
 impl EventKind {
@@ -155,6 +158,8 @@ impl EventKind {
             EventKind::Eval => "eval",
             EventKind::EpochEnd => "epoch-end",
             EventKind::MemoryCritical => "memory-critical",
+            EventKind::GpuLost => "gpu-lost",
+            EventKind::GpuBack => "gpu-back",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! form is a versioned schema (see README); text is for a terminal, markdown for an issue.
 
 mod markdown;
+pub mod probe;
 mod text;
 
 use std::path::PathBuf;

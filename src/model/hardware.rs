@@ -1,0 +1,124 @@
+//! Hardware samples folded into the model: the latest sample as it was read, whole-run
+//! statistics per GPU and for the host and trainer (what a report of a recording shows), and
+//! the moments a GPU fell off the bus or came back.
+
+use std::collections::BTreeMap;
+
+use super::window::RunStats;
+use crate::probe::Sample;
+
+/// What the samples said, kept bounded: statistics, not every reading.
+#[derive(Clone, Debug, Default)]
+pub struct Hardware {
+    pub latest: Option<Sample>,
+    pub samples: u64,
+    pub gpus: BTreeMap<u32, GpuStats>,
+    pub host_cpu_pct: RunStats,
+    pub host_mem_used_bytes: RunStats,
+    pub trainer_cpu_pct: RunStats,
+    pub busiest_thread_cpu_pct: RunStats,
+    pub workers: RunStats,
+}
+
+/// One GPU over the run.
+#[derive(Clone, Debug, Default)]
+pub struct GpuStats {
+    pub name: String,
+    pub util_pct: RunStats,
+    pub power_w: RunStats,
+    pub power_limit_w: Option<f64>,
+    pub mem_used_bytes: RunStats,
+    pub mem_total_bytes: Option<u64>,
+    pub failed: bool,
+}
+
+/// A GPU that stopped answering, or answered again.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GpuChange {
+    Lost { gpu: u32, why: String },
+    Back { gpu: u32 },
+}
+
+impl Hardware {
+    /// Folds a sample in; returns the GPUs that were lost or came back with it.
+    pub fn apply(&mut self, s: Sample) -> Vec<GpuChange> {
+        self.samples += 1;
+        let mut changes = Vec::new();
+        for g in &s.gpus {
+            let stats = self.gpus.entry(g.index).or_default();
+            stats.name.clone_from(&g.name);
+            match (&g.failed, stats.failed) {
+                (Some(why), false) => changes.push(GpuChange::Lost {
+                    gpu: g.index,
+                    why: why.clone(),
+                }),
+                (None, true) => changes.push(GpuChange::Back { gpu: g.index }),
+                _ => {}
+            }
+            stats.failed = g.failed.is_some();
+            push(&mut stats.util_pct, g.util_pct.map(f64::from));
+            push(&mut stats.power_w, g.power_w);
+            push(
+                &mut stats.mem_used_bytes,
+                g.mem_used_bytes.map(|b| b as f64),
+            );
+            stats.power_limit_w = g.power_limit_w.or(stats.power_limit_w);
+            stats.mem_total_bytes = g.mem_total_bytes.or(stats.mem_total_bytes);
+        }
+        if let Some(h) = &s.host {
+            push(&mut self.host_cpu_pct, h.cpu_pct);
+            push(&mut self.host_mem_used_bytes, Some(h.mem_used_bytes as f64));
+        }
+        if let Some(t) = &s.trainer {
+            push(&mut self.trainer_cpu_pct, t.cpu_pct);
+            push(&mut self.busiest_thread_cpu_pct, t.busiest_thread_cpu_pct);
+            push(&mut self.workers, Some(t.workers.len() as f64));
+        }
+        self.latest = Some(s);
+        changes
+    }
+}
+
+fn push(stats: &mut RunStats, v: Option<f64>) {
+    if let Some(v) = v.filter(|v| v.is_finite()) {
+        stats.push(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::GpuReading;
+
+    fn sample(util: u32, failed: bool) -> Sample {
+        Sample {
+            gpus: vec![GpuReading {
+                index: 0,
+                name: "H100".into(),
+                util_pct: (!failed).then_some(util),
+                power_w: (!failed).then_some(100.0),
+                failed: failed.then(|| "lost".to_string()),
+                ..GpuReading::default()
+            }],
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn a_lost_gpu_is_one_change_until_it_comes_back() {
+        let mut h = Hardware::default();
+        assert!(h.apply(sample(30, false)).is_empty());
+        assert_eq!(
+            h.apply(sample(0, true)),
+            vec![GpuChange::Lost {
+                gpu: 0,
+                why: "lost".into()
+            }]
+        );
+        assert!(h.apply(sample(0, true)).is_empty());
+        assert_eq!(h.apply(sample(50, false)), vec![GpuChange::Back { gpu: 0 }]);
+        // Failed readings add nothing to the statistics.
+        assert_eq!(h.gpus[&0].util_pct.mean(), Some(40.0));
+        assert_eq!(h.samples, 4);
+    }
+}

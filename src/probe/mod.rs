@@ -1,0 +1,119 @@
+//! Hardware readings: the GPUs through NVML (`gpu`), the host through /proc (`host`), and the
+//! training process with its DataLoader workers (`process`, found by `trainer`). A `Sampler`
+//! reads them all at once into one owned, timestamped `Sample`; `spawn` runs it on its own
+//! thread at the chosen interval and sends each sample into the inbox.
+
+pub mod gpu;
+pub mod host;
+pub mod process;
+pub mod sampler;
+pub mod trainer;
+
+use serde::{Deserialize, Serialize};
+
+pub use sampler::{Sampler, SamplerOptions, spawn};
+
+/// Everything read at one moment. `time` is Unix seconds from the sampler's clock, so a
+/// recording replays with the same times.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub time: f64,
+    /// One reading per selected GPU, in index order.
+    pub gpus: Vec<GpuReading>,
+    /// Why there are no GPU readings, as a sentence a user can act on; None when NVML works.
+    pub gpu_error: Option<String>,
+    pub host: Option<HostReading>,
+    pub trainer: Option<TrainerReading>,
+}
+
+/// One GPU at one moment. A field NVML could not give is None, and says why in `errors`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuReading {
+    pub index: u32,
+    pub name: String,
+    /// Set when the GPU could not be read at all (fallen off the bus): every field is None.
+    pub failed: Option<String>,
+    pub util_pct: Option<u32>,
+    pub mem_util_pct: Option<u32>,
+    pub mem_used_bytes: Option<u64>,
+    pub mem_total_bytes: Option<u64>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub temp_c: Option<u32>,
+    pub sm_clock_mhz: Option<u32>,
+    pub sm_clock_max_mhz: Option<u32>,
+    /// Why the clocks are held down right now (NVML's clocks-event reasons), by name; empty
+    /// when nothing holds them.
+    pub throttle: Option<Vec<String>>,
+    pub pcie_rx_bytes_per_s: Option<u64>,
+    pub pcie_tx_bytes_per_s: Option<u64>,
+    /// Compute processes and their GPU memory; read on the slow tier, so None in between.
+    pub processes: Option<Vec<GpuProcess>>,
+    /// GPM (Hopper and newer, opt-in): share of time the SMs were busy, and tensor cores.
+    pub sm_active_pct: Option<f64>,
+    pub tensor_active_pct: Option<f64>,
+    /// One entry per reading that failed: `"power: Unknown Error"`.
+    pub errors: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuProcess {
+    pub pid: u32,
+    pub used_bytes: Option<u64>,
+}
+
+/// The machine. Rates and percentages need two readings, so the first sample has None there.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostReading {
+    pub cpus: u32,
+    /// Busy share of all CPUs, 0-100.
+    pub cpu_pct: Option<f64>,
+    pub per_cpu_pct: Vec<f64>,
+    pub iowait_pct: Option<f64>,
+    pub mem_total_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub mem_used_bytes: u64,
+    pub swap_total_bytes: u64,
+    pub swap_used_bytes: u64,
+    /// Pages swapped in per second.
+    pub swap_in_pages_per_s: Option<f64>,
+    pub load_avg: [f64; 3],
+    pub disk_read_bytes_per_s: Option<f64>,
+    pub disk_write_bytes_per_s: Option<f64>,
+}
+
+/// The training process and its DataLoader workers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainerReading {
+    pub pid: u32,
+    /// How steptop knows this is the trainer: `--pid`, the log it writes, or a GPU.
+    pub found_by: String,
+    pub command: String,
+    pub state: Option<String>,
+    /// CPU of the process itself (all its threads), in % of one core.
+    pub cpu_pct: Option<f64>,
+    /// The busiest thread, in % of one core: a Python main thread near 100% means the step
+    /// waits on the host.
+    pub busiest_thread_cpu_pct: Option<f64>,
+    pub threads: u32,
+    pub rss_bytes: Option<u64>,
+    pub pss_bytes: Option<u64>,
+    pub private_bytes: Option<u64>,
+    /// CPUs it may run on: its affinity, capped by its cgroup's CPU quota.
+    pub usable_cores: Option<f64>,
+    pub workers: Vec<WorkerReading>,
+    pub workers_pss_bytes: Option<u64>,
+    pub workers_private_bytes: Option<u64>,
+    /// What could not be read, as sentences (another user's process hides its memory map).
+    pub unreadable: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReading {
+    pub pid: u32,
+    /// The kernel's one-letter state: R running, S sleeping, D waiting on I/O, Z zombie.
+    pub state: String,
+    pub cpu_pct: Option<f64>,
+    pub pss_bytes: Option<u64>,
+    pub private_bytes: Option<u64>,
+}

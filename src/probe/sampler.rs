@@ -1,0 +1,178 @@
+//! One sampler reads everything at once: GPUs, host, trainer tree. A fast tier every
+//! interval (1 s by default) and a slow tier every few intervals for what is costly to read
+//! (the GPUs' process lists, which take a driver lock, and smaps_rollup, which walks page
+//! tables). `spawn` runs it on one thread that sends each sample into the inbox.
+
+use std::path::PathBuf;
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use nvml_wrapper::Nvml;
+
+use super::gpu::{self, GpuProbe};
+use super::host::HostProbe;
+use super::process::TreeProbe;
+use super::{GpuReading, Sample, trainer};
+use crate::msg::Msg;
+
+/// What to read, and how often.
+#[derive(Clone, Debug)]
+pub struct SamplerOptions {
+    pub interval: Duration,
+    /// The slow tier runs every this many samples (the first sample is always slow).
+    pub slow_every: u32,
+    /// `--gpus 0,2`; None: all, or the trainer's once known.
+    pub gpus: Option<Vec<u32>>,
+    pub gpm: bool,
+    /// `--pid`; None: looked for among the writers of `logs`, then the GPUs' processes.
+    pub pid: Option<u32>,
+    pub logs: Vec<PathBuf>,
+    /// /proc, or a directory laid out like it.
+    pub proc_root: PathBuf,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        SamplerOptions {
+            interval: Duration::from_secs(1),
+            slow_every: 5,
+            gpus: None,
+            gpm: false,
+            pid: None,
+            logs: Vec::new(),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// Reads samples; borrows the NVML session its caller keeps open.
+pub struct Sampler<'n> {
+    opts: SamplerOptions,
+    gpus: Result<GpuProbe<'n>, String>,
+    host: HostProbe,
+    trainer: Option<TreeProbe>,
+    ticks: u64,
+    /// (gpu index, pid) of the GPUs' compute processes at the last slow reading.
+    gpu_processes: Vec<(u32, u32)>,
+}
+
+impl<'n> Sampler<'n> {
+    /// `nvml` is the result of `gpu::open()`.
+    pub fn new(nvml: &'n Result<Nvml, String>, opts: SamplerOptions) -> Self {
+        let gpus = match nvml {
+            Ok(n) => GpuProbe::new(n, opts.gpus.as_deref(), opts.gpm).and_then(|p| {
+                if opts.gpm {
+                    gpu::gpm_supported(&p)?;
+                }
+                Ok(p)
+            }),
+            Err(e) => Err(e.clone()),
+        };
+        let trainer = opts
+            .pid
+            .map(|pid| TreeProbe::new(&opts.proc_root, pid, "--pid".into()));
+        Sampler {
+            host: HostProbe::new(&opts.proc_root),
+            opts,
+            gpus,
+            trainer,
+            ticks: 0,
+            gpu_processes: Vec::new(),
+        }
+    }
+
+    /// Reads everything now; `time` is the sample's Unix time.
+    pub fn sample(&mut self, time: f64) -> Sample {
+        let slow = self
+            .ticks
+            .is_multiple_of(u64::from(self.opts.slow_every.max(1)));
+        self.ticks += 1;
+        let mut s = Sample {
+            time,
+            ..Sample::default()
+        };
+        match &mut self.gpus {
+            Ok(p) => s.gpus = p.read(slow),
+            Err(e) => s.gpu_error = Some(e.clone()),
+        }
+        if slow {
+            self.gpu_processes = s
+                .gpus
+                .iter()
+                .flat_map(|g| g.processes.iter().flatten().map(move |p| (g.index, p.pid)))
+                .collect();
+        }
+        s.host = self.host.read(time);
+        if self.trainer.is_none() && slow {
+            let found = trainer::by_log_writer(&self.opts.proc_root, &self.opts.logs)
+                .or_else(|| trainer::by_gpu(&self.gpu_processes));
+            self.trainer = found.map(|f| TreeProbe::new(&self.opts.proc_root, f.pid, f.found_by));
+        }
+        if let Some(t) = &mut self.trainer {
+            s.trainer = t.read(time, slow);
+            // A trainer found on its own that has exited is looked for again; one named by
+            // --pid stays named.
+            if s.trainer.is_none() && self.opts.pid.is_none() {
+                self.trainer = None;
+            }
+        }
+        if self.opts.gpus.is_none() {
+            self.keep_trainer_gpus(&mut s.gpus, s.trainer.as_ref());
+        }
+        s
+    }
+
+    /// With no `--gpus`, once the trainer is known and runs on some GPUs, only those are
+    /// shown.
+    fn keep_trainer_gpus(&self, gpus: &mut Vec<GpuReading>, t: Option<&super::TrainerReading>) {
+        let Some(t) = t else {
+            return;
+        };
+        let tree: Vec<u32> = std::iter::once(t.pid)
+            .chain(t.workers.iter().map(|w| w.pid))
+            .collect();
+        let used: Vec<u32> = self
+            .gpu_processes
+            .iter()
+            .filter(|(_, pid)| tree.contains(pid))
+            .map(|(gpu, _)| *gpu)
+            .collect();
+        if !used.is_empty() {
+            gpus.retain(|g| used.contains(&g.index));
+        }
+    }
+}
+
+/// Unix time now, in seconds.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs the sampler on its own thread until the inbox closes.
+pub fn spawn(opts: SamplerOptions, inbox: Sender<Msg>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("sampler".into())
+        .spawn(move || {
+            let nvml = gpu::open();
+            let interval = opts.interval;
+            let mut sampler = Sampler::new(&nvml, opts);
+            let mut next = Instant::now();
+            loop {
+                let sample = sampler.sample(unix_now());
+                if inbox.send(Msg::Sample(Box::new(sample))).is_err() {
+                    return;
+                }
+                // Deadlines, not sleeps: a slow reading does not push later ones back.
+                next += interval;
+                let now = Instant::now();
+                if next > now {
+                    std::thread::sleep(next - now);
+                } else {
+                    next = now;
+                }
+            }
+        })
+}

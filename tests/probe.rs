@@ -1,0 +1,272 @@
+//! `steptop probe` end to end: the real binary, its NVML path loading the fake libnvidia-ml
+//! (tests/fake/nvml.c) through nvml-wrapper, and its /proc path reading a fake trainer
+//! (tests/fake/trainer.c) whose memory the test chose.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use support::FakeTrainer;
+
+const MIB: u64 = 1024 * 1024;
+
+/// `steptop probe ARGS` with the fake NVML and `scenario`; its stdout lines, `lines` of them
+/// (the process is killed after that).
+fn probe(args: &[&str], scenario: &str, init: Option<&str>, lines: usize) -> Vec<Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("scenario.txt");
+    std::fs::write(&path, scenario).expect("scenario");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    cmd.arg("probe")
+        .args(["--format", "json"])
+        .args(args)
+        .env("STEPTOP_NVML_LIB", support::fake_nvml())
+        .env("FAKE_NVML_SCENARIO", &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match init {
+        Some(i) => cmd.env("FAKE_NVML_INIT", i),
+        None => cmd.env_remove("FAKE_NVML_INIT"),
+    };
+    let mut child = cmd.spawn().expect("steptop runs");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut got = Vec::new();
+    for line in out.lines().take(lines) {
+        let line = line.expect("line");
+        got.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+    }
+    let _ = child.kill();
+    let status = child.wait().expect("wait");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert_eq!(got.len(), lines, "steptop ended early ({status}): {err}");
+    got
+}
+
+const TWO_GPUS: &str = "gpus 2
+name 0 NVIDIA H100 80GB HBM3
+name 1 NVIDIA H100 80GB HBM3
+# tick gpu util mem_util used total power limit temp sm sm_max throttle tx rx
+row 0 0 35 10 40000 81559 100000 575000 54 1980 1980 0x0 3000 120000
+row 0 1 90 40 70000 81559 560000 575000 71 1755 1980 0x4 1000 2000
+row 3 0 36 11 40100 81559 101000 575000 55 1980 1980 0x0 3000 120000
+fail 2 1 power
+lost 4 1
+proc 0 4242 5000
+";
+
+#[test]
+fn gpu_readings_come_through_nvml_with_their_units() {
+    let s = &probe(&["--once"], TWO_GPUS, None, 1)[0];
+    assert_eq!(s["schema_version"], 1);
+    assert_eq!(s["gpu_error"], Value::Null);
+    let g0 = &s["gpus"][0];
+    assert_eq!(g0["index"], 0);
+    assert_eq!(g0["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(g0["util_pct"], 35);
+    assert_eq!(g0["mem_util_pct"], 10);
+    assert_eq!(g0["mem_used_bytes"], 40000 * MIB);
+    assert_eq!(g0["mem_total_bytes"], 81559 * MIB);
+    assert_eq!(g0["power_w"], 100.0);
+    assert_eq!(g0["power_limit_w"], 575.0);
+    assert_eq!(g0["temp_c"], 54);
+    assert_eq!(g0["sm_clock_mhz"], 1980);
+    assert_eq!(g0["sm_clock_max_mhz"], 1980);
+    assert_eq!(g0["throttle"], serde_json::json!([]));
+    assert_eq!(g0["pcie_rx_bytes_per_s"], 120000 * 1024);
+    assert_eq!(g0["pcie_tx_bytes_per_s"], 3000 * 1024);
+    assert_eq!(
+        g0["processes"],
+        serde_json::json!([{"pid": 4242, "used_bytes": 5000 * MIB}])
+    );
+    assert_eq!(g0["errors"], serde_json::json!([]));
+    let g1 = &s["gpus"][1];
+    assert_eq!(g1["util_pct"], 90);
+    assert_eq!(g1["throttle"], serde_json::json!(["sw_power_cap"]));
+    assert_eq!(g1["processes"], serde_json::json!([]));
+}
+
+#[test]
+fn a_failing_call_marks_its_field_and_a_lost_gpu_marks_its_reading() {
+    // The first reading only starts the rates; printed reading k is the fake's tick k.
+    let got = probe(&["--interval", "20ms"], TWO_GPUS, None, 5);
+    let g1 = |k: usize| &got[k - 1]["gpus"][1];
+    assert_eq!(g1(1)["power_w"], 560.0);
+    assert_eq!(g1(2)["power_w"], Value::Null);
+    let errors = g1(2)["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].as_str().expect("text").starts_with("power: "));
+    // Other fields of that reading are still there.
+    assert_eq!(g1(2)["util_pct"], 90);
+    assert_eq!(g1(3)["power_w"], 560.0);
+    for k in [4, 5] {
+        let failed = g1(k)["failed"].as_str().expect("failed");
+        assert!(failed.contains("fallen off the bus"), "{failed}");
+        assert_eq!(g1(k)["util_pct"], Value::Null);
+    }
+    // The other GPU goes on, with its tick-3 row.
+    assert_eq!(got[2]["gpus"][0]["power_w"], 101.0);
+    assert_eq!(got[4]["gpus"][0]["util_pct"], 36);
+    assert_eq!(got[4]["gpus"][0]["failed"], Value::Null);
+}
+
+#[test]
+fn gpus_selects_devices_and_a_wrong_index_says_how_many_there_are() {
+    let s = &probe(&["--once", "--gpus", "1"], TWO_GPUS, None, 1)[0];
+    let gpus = s["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus.len(), 1);
+    assert_eq!(gpus[0]["index"], 1);
+    let s = &probe(&["--once", "--gpus", "0,5"], TWO_GPUS, None, 1)[0];
+    assert_eq!(s["gpus"], serde_json::json!([]));
+    assert_eq!(
+        s["gpu_error"],
+        "there is no GPU 5: this machine has 2 (0 to 1)"
+    );
+}
+
+#[test]
+fn without_nvml_steptop_says_why_in_one_line_and_reads_the_rest() {
+    let cases = [
+        (
+            Some("driver_not_loaded"),
+            "gpus 1\nrow 0 0 1 1 1 2 1 2 1 1 1 0 1 1\n",
+            "the NVIDIA driver is not loaded",
+        ),
+        (
+            Some("no_permission"),
+            "gpus 1\nrow 0 0 1 1 1 2 1 2 1 1 1 0 1 1\n",
+            "no permission to talk to the NVIDIA driver",
+        ),
+        (
+            Some("lib_rm_version_mismatch"),
+            "gpus 1\nrow 0 0 1 1 1 2 1 2 1 1 1 0 1 1\n",
+            "versions differ",
+        ),
+        (None, "gpus 0\n", "sees no NVIDIA GPU"),
+    ];
+    for (init, scenario, want) in cases {
+        let s = &probe(&["--once"], scenario, init, 1)[0];
+        let why = s["gpu_error"].as_str().expect("a reason");
+        assert!(why.contains(want), "{init:?}: {why}");
+        assert!(!why.contains('\n'));
+        assert!(s["host"]["mem_total_bytes"].as_u64().is_some_and(|m| m > 0));
+    }
+    // No library at all.
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["probe", "--once"])
+        .env("STEPTOP_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let gpu_line = text.lines().next().expect("a line");
+    assert!(
+        gpu_line.starts_with("gpus     none: no NVIDIA library (/nonexistent/libnvidia-ml.so.1"),
+        "{text}"
+    );
+}
+
+/// The fake trainer's workers, as (pid, reading).
+fn workers(t: &Value) -> Vec<(u64, &Value)> {
+    let mut w: Vec<(u64, &Value)> = t["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .map(|w| (w["pid"].as_u64().expect("pid"), w))
+        .collect();
+    w.sort_by_key(|x| x.0);
+    w
+}
+
+fn check_trainer(t: &Value, fake: &FakeTrainer, shared_mib: u64, private_mib: u64) {
+    assert_eq!(t["pid"], fake.pid);
+    let got = workers(t);
+    let mut want: Vec<u64> = fake.workers.iter().map(|p| u64::from(*p)).collect();
+    want.sort_unstable();
+    assert_eq!(got.iter().map(|w| w.0).collect::<Vec<_>>(), want);
+    let n = want.len() as u64;
+    let mut pss_sum = 0;
+    for (pid, w) in &got {
+        let private = w["private_bytes"].as_u64().expect("private");
+        let pss = w["pss_bytes"].as_u64().expect("pss");
+        // Its own block, plus a few pages of its stack and libc.
+        assert!(private >= private_mib * MIB, "{pid}: private {private}");
+        assert!(
+            private < (private_mib + 4) * MIB,
+            "{pid}: private {private}"
+        );
+        // Its own block and its share of the parent's block (shared by n + 1 processes).
+        let share = shared_mib * MIB / (n + 1);
+        assert!(pss >= private_mib * MIB + share, "{pid}: pss {pss}");
+        assert!(pss < private_mib * MIB + 2 * share, "{pid}: pss {pss}");
+        assert!(["S", "R"].contains(&w["state"].as_str().expect("state")));
+        pss_sum += pss;
+    }
+    assert_eq!(t["workers_pss_bytes"], pss_sum);
+    // The parent's own PSS holds its share of the block, not the whole.
+    let parent_pss = t["pss_bytes"].as_u64().expect("parent pss");
+    assert!(parent_pss < shared_mib * MIB, "parent pss {parent_pss}");
+    assert!(t["usable_cores"].as_f64().is_some_and(|c| c >= 1.0));
+    assert_eq!(t["unreadable"], serde_json::json!([]));
+}
+
+#[test]
+fn the_trainer_is_found_as_the_writer_of_its_log_and_its_workers_memory_is_pss() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    let fake = FakeTrainer::spawn(48, 8, 3, Some(&log));
+    let s = &probe(
+        &["--once", log.to_str().expect("utf-8")],
+        "gpus 0\n",
+        None,
+        1,
+    )[0];
+    let t = &s["trainer"];
+    assert_eq!(
+        t["found_by"],
+        format!("holds {} open for writing", log.display())
+    );
+    check_trainer(t, &fake, 48, 8);
+}
+
+#[test]
+fn the_trainer_named_by_pid_or_found_on_a_gpu() {
+    let fake = FakeTrainer::spawn(16, 4, 2, None);
+    let pid = fake.pid.to_string();
+    let s = &probe(&["--once", "--pid", &pid], "gpus 0\n", None, 1)[0];
+    assert_eq!(s["trainer"]["found_by"], "--pid");
+    check_trainer(&s["trainer"], &fake, 16, 4);
+    // No log, no --pid: the GPU's compute process.
+    let scenario = format!(
+        "gpus 2\nrow 0 0 1 1 1 2 1 2 1 1 1 0 1 1\nrow 0 1 1 1 1 2 1 2 1 1 1 0 1 1\nproc 1 {pid} 300\n"
+    );
+    let s = &probe(&["--once"], &scenario, None, 1)[0];
+    assert_eq!(s["trainer"]["pid"], fake.pid);
+    assert_eq!(s["trainer"]["found_by"], "compute process on GPU 1");
+    // Only the trainer's GPU is shown once the trainer is known.
+    let gpus = s["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus.len(), 1);
+    assert_eq!(gpus[0]["index"], 1);
+}
+
+#[test]
+fn with_no_trainer_the_text_says_how_to_name_one() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["probe", "--once", "--interval", "50ms"])
+        .env("STEPTOP_NVML_LIB", Path::new("/nonexistent"))
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("trainer  not found: pass --pid PID"),
+        "{text}"
+    );
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+}

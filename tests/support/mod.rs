@@ -1,0 +1,183 @@
+//! Helpers shared by the integration tests and benches: they build the C fakes under
+//! `tests/fake/` with the system C compiler (`cc`) and run them.
+//!
+//! Include with `mod support;` from a file in `tests/`, or with
+//! `#[path = "../support/mod.rs"] mod support;` from one in `tests/benches/`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long [`FakeTrainer::spawn`] waits for the trainer's `ready` line.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Compiles `tests/fake/{source}` with `cc` into `CARGO_TARGET_TMPDIR/{dir}/{output}` and returns
+/// that path. Builds under a name of its own first and renames it into place, so test processes
+/// that build at the same time never see (or run, or load) a half-written file.
+fn compile(source: &str, dir: &str, output: &str, extra_args: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fake")
+        .join(source);
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&out_dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", out_dir.display()));
+    let out = out_dir.join(output);
+    let partial = out_dir.join(format!(".{output}.{}.partial", std::process::id()));
+    let result = Command::new("cc")
+        .args(extra_args)
+        .args(["-O1", "-Wall", "-Wextra", "-o"])
+        .arg(&partial)
+        .arg(&src)
+        .output();
+    let built = match result {
+        Ok(built) => built,
+        Err(e) => panic!(
+            "cannot run `cc` to build {}: {e}; these tests need a C compiler (`cc`, e.g. gcc) \
+             installed",
+            src.display()
+        ),
+    };
+    if !built.status.success() {
+        let _ = std::fs::remove_file(&partial);
+        panic!(
+            "`cc` failed ({}) to build {}; these tests need a working C compiler (`cc`, e.g. \
+             gcc) installed. Compiler output:\n{}{}",
+            built.status,
+            src.display(),
+            String::from_utf8_lossy(&built.stdout),
+            String::from_utf8_lossy(&built.stderr)
+        );
+    }
+    std::fs::rename(&partial, &out).unwrap_or_else(|e| {
+        panic!(
+            "cannot move {} to {}: {e}",
+            partial.display(),
+            out.display()
+        )
+    });
+    out
+}
+
+/// Path of the fake `libnvidia-ml.so.1` built from `tests/fake/nvml.c` (once per process); load
+/// it with `nvml_wrapper::Nvml::builder().lib_path(..)`. Its behaviour comes from the scenario
+/// file named by `FAKE_NVML_SCENARIO` (see the comment at the top of `nvml.c`).
+// Not every test binary that includes this module probes GPUs.
+#[allow(dead_code)]
+pub fn fake_nvml() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        compile(
+            "nvml.c",
+            "fake-nvml",
+            "libnvidia-ml.so.1",
+            &["-shared", "-fPIC"],
+        )
+    })
+    .clone()
+}
+
+/// Path of the fake training job built from `tests/fake/trainer.c` (once per process).
+fn trainer() -> &'static Path {
+    static TRAINER: OnceLock<PathBuf> = OnceLock::new();
+    TRAINER.get_or_init(|| compile("trainer.c", "fake-trainer", "trainer", &[]))
+}
+
+/// A running fake training job (`tests/fake/trainer.c`): a parent holding a shared block of
+/// memory and worker children that each hold a private block and share the parent's
+/// copy-on-write. Dropping it ends the parent and all its workers.
+// Not every test binary that includes this module runs a trainer.
+#[allow(dead_code)]
+pub struct FakeTrainer {
+    /// The parent process.
+    pub pid: u32,
+    /// The worker processes, children of `pid`, in the order they were started.
+    pub workers: Vec<u32>,
+    child: Child,
+}
+
+// Not every test binary that includes this module runs a trainer.
+#[allow(dead_code)]
+impl FakeTrainer {
+    /// Starts `trainer SHARED_MIB PRIVATE_MIB WORKERS [LOG]` and returns once every worker has
+    /// touched its memory. With `log`, the parent opens that file for appending and keeps it open
+    /// (the workers inherit the descriptor). Panics if the job is not ready within 30 s.
+    pub fn spawn(shared_mib: u32, private_mib: u32, workers: u32, log: Option<&Path>) -> Self {
+        let mut command = Command::new(trainer());
+        command
+            .arg(shared_mib.to_string())
+            .arg(private_mib.to_string())
+            .arg(workers.to_string());
+        if let Some(log) = log {
+            command.arg(log);
+        }
+        // A piped stdin: the trainer also ends when it reads end of file there, which happens
+        // when this process dies without dropping the FakeTrainer.
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", trainer().display()));
+
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let read = BufReader::new(stdout).read_line(&mut line).map(|_| line);
+            let _ = tx.send(read);
+        });
+        let line = match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => Self::fail(child, &format!("reading its stdout failed: {e}")),
+            Err(_) => Self::fail(
+                child,
+                &format!("no `ready` line within {} s", READY_TIMEOUT.as_secs()),
+            ),
+        };
+
+        let mut words = line.split_whitespace();
+        let pids: Option<Vec<u32>> = match words.next() {
+            Some("ready") => words.map(|w| w.parse().ok()).collect(),
+            _ => None,
+        };
+        match pids {
+            Some(pids) if pids.len() == workers as usize + 1 => Self {
+                pid: pids[0],
+                workers: pids[1..].to_vec(),
+                child,
+            },
+            _ => Self::fail(
+                child,
+                &format!("expected `ready PID` and {workers} worker pids, got {line:?}"),
+            ),
+        }
+    }
+
+    /// Kills a trainer that did not start right and panics with `why`.
+    fn fail(mut child: Child, why: &str) -> ! {
+        let _ = child.kill();
+        let status = child.wait();
+        panic!(
+            "fake trainer ({}) did not start: {why}; it ended with {status:?}",
+            trainer().display()
+        );
+    }
+}
+
+impl Drop for FakeTrainer {
+    fn drop(&mut self) {
+        // SIGTERM: the trainer kills and reaps its workers, then exits. Without a `kill` program,
+        // closing its stdin has the same effect.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
