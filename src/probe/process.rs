@@ -1,6 +1,6 @@
 //! The trainer's process tree from /proc: its CPU and its busiest thread every reading, its
 //! DataLoader workers (its children) with their state and CPU, and, on the slow tier, the
-//! memory of each from smaps_rollup (PSS and private pages: a sum of RSS would count the
+//! memory of a few of them at a time from smaps_rollup (PSS and private pages: a sum of RSS would count the
 //! copy-on-write pages the workers share with their parent once per worker).
 //!
 //! Only this tree is read, never every process of the machine.
@@ -9,6 +9,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{TrainerReading, WorkerReading};
+
+/// Processes whose smaps_rollup one slow reading reads: the kernel walks each one's page
+/// tables (a quarter of a millisecond for 70 MiB, more for a real trainer), so a tree of 50
+/// workers is read a few at a time, the stalest first, and each figure is at most
+/// ceil(processes / 8) slow readings old.
+const MEMORY_READS_PER_TICK: usize = 8;
 
 /// Jiffies per second in /proc's CPU times. The kernel fixes USER_HZ at 100 on every
 /// architecture steptop runs on (x86-64, arm64), whatever its internal HZ.
@@ -22,8 +28,9 @@ pub struct TreeProbe {
     /// CPU jiffies of each process and thread at the previous reading.
     prev_cpu: HashMap<u32, u64>,
     prev_time: Option<f64>,
-    /// Memory from the last slow reading: smaps_rollup walks page tables and is not free.
-    memory: HashMap<u32, Result<Memory, String>>,
+    /// Each process's memory as last read, and the slow reading that read it.
+    memory: HashMap<u32, (u64, Result<Memory, String>)>,
+    slow_reads: u64,
     usable_cores: Option<f64>,
 }
 
@@ -55,6 +62,7 @@ impl TreeProbe {
             prev_cpu: HashMap::new(),
             prev_time: None,
             memory: HashMap::new(),
+            slow_reads: 0,
             usable_cores: None,
         }
     }
@@ -108,16 +116,28 @@ impl TreeProbe {
         }
         self.prev_cpu = cpu_now;
         self.prev_time = Some(now);
-        if slow || self.memory.is_empty() {
+        if slow || self.slow_reads == 0 {
             self.read_memory(&children);
         }
         self.fill_memory(&mut r);
         Some(r)
     }
 
+    /// Reads the memory of the stalest processes of the tree (all of them the first time).
     fn read_memory(&mut self, children: &[u32]) {
-        self.memory.clear();
-        for pid in std::iter::once(self.pid).chain(children.iter().copied()) {
+        self.slow_reads += 1;
+        let tree: Vec<u32> = std::iter::once(self.pid)
+            .chain(children.iter().copied())
+            .collect();
+        self.memory.retain(|pid, _| tree.contains(pid));
+        let mut order = tree.clone();
+        order.sort_by_key(|pid| self.memory.get(pid).map_or(0, |m| m.0));
+        let budget = if self.slow_reads == 1 {
+            order.len()
+        } else {
+            MEMORY_READS_PER_TICK
+        };
+        for pid in order.into_iter().take(budget) {
             let path = self.root.join(pid.to_string()).join("smaps_rollup");
             let m = match std::fs::read_to_string(&path) {
                 Ok(text) => parse_smaps_rollup(&text)
@@ -128,7 +148,7 @@ impl TreeProbe {
                 )),
                 Err(e) => Err(format!("{}: {e}", path.display())),
             };
-            self.memory.insert(pid, m);
+            self.memory.insert(pid, (self.slow_reads, m));
         }
         self.usable_cores = usable_cores(&self.root, self.pid);
     }
@@ -139,7 +159,7 @@ impl TreeProbe {
                 r.unreadable.push(e.clone());
             }
         };
-        match self.memory.get(&self.pid) {
+        match self.memory.get(&self.pid).map(|m| &m.1) {
             Some(Ok(m)) => {
                 r.rss_bytes = Some(m.rss);
                 r.pss_bytes = Some(m.pss);
@@ -150,7 +170,7 @@ impl TreeProbe {
         }
         let (mut pss, mut private, mut all) = (0, 0, !r.workers.is_empty());
         for w in &mut r.workers {
-            match self.memory.get(&w.pid) {
+            match self.memory.get(&w.pid).map(|m| &m.1) {
                 Some(Ok(m)) => {
                     w.pss_bytes = Some(m.pss);
                     w.private_bytes = Some(m.private);
