@@ -43,6 +43,10 @@ pub struct ProbeArgs {
     /// process.
     #[arg(long)]
     pub pid: Option<u32>,
+    /// Also write every reading to FILE as a recording (JSON lines) that `steptop report`
+    /// reads.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// Logs the trainer writes, to find it by.
     #[arg(value_name = "LOG")]
     pub logs: Vec<PathBuf>,

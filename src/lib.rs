@@ -16,6 +16,7 @@ pub mod monitor;
 pub mod msg;
 pub mod parse;
 pub mod probe;
+pub mod recording;
 pub mod report;
 pub mod source;
 
@@ -50,15 +51,29 @@ fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
         logs: args.logs.clone(),
         ..probe::SamplerOptions::default()
     };
+    let mut recorder = args
+        .record
+        .as_deref()
+        .map(recording::Recorder::create)
+        .transpose()?;
     let nvml = probe::gpu::open();
     let mut sampler = probe::Sampler::new(&nvml, opts);
+    let mut read = |sampler: &mut probe::Sampler<'_>| -> Result<probe::Sample, Error> {
+        let s = sampler.sample(probe::sampler::unix_now());
+        if let Some(r) = &mut recorder {
+            r.write(&recording::Entry::Sample {
+                sample: Box::new(s.clone()),
+            })?;
+        }
+        Ok(s)
+    };
     let mut next = std::time::Instant::now();
     // The first reading only starts the rates; --once prints the second.
-    sampler.sample(probe::sampler::unix_now());
+    read(&mut sampler)?;
     loop {
         next += args.interval;
         std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
-        let s = sampler.sample(probe::sampler::unix_now());
+        let s = read(&mut sampler)?;
         let text = match args.format {
             ProbeFormat::Text => {
                 let mut t = report::probe::text(&s);

@@ -270,3 +270,83 @@ fn with_no_trainer_the_text_says_how_to_name_one() {
         assert!(line.chars().count() <= 80, "{line}");
     }
 }
+
+#[test]
+fn a_recording_of_readings_and_lines_is_reported_with_its_hardware() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("run.jsonl");
+    let rec_arg = rec.to_str().expect("utf-8");
+    // Six readings: the unprinted first (tick 0) and five printed (ticks 1 to 5).
+    probe(
+        &["--interval", "20ms", "--record", rec_arg],
+        TWO_GPUS,
+        None,
+        5,
+    );
+    // Log lines recorded beside the samples, as a live run records them.
+    let mut text = std::fs::read_to_string(&rec).expect("recording");
+    let samples = text.lines().count() - 1;
+    assert!(samples >= 6, "{samples} samples recorded");
+    for step in 1..=4 {
+        text.push_str(&format!(
+            "{{\"kind\":\"line\",\"t\":{}.0,\"file\":\"train.log\",\"text\":\"step {step}/100 | loss=0.5 | 6.0 s/it | data_time=0.1ms\"}}\n",
+            1000 + 6 * step
+        ));
+    }
+    std::fs::write(&rec, text).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["report", "--format", "json", rec_arg])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let h = &r["hardware"];
+    assert_eq!(h["samples"], samples as u64);
+    assert_eq!(h["gpus"][0]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(h["gpus"][0]["power_limit_w"], 575.0);
+    // GPU 0 read 35% on ticks 0 to 2, then 36%; how many readings the recording holds
+    // depends on when the probe was stopped, so the mean is checked against that count.
+    let n = samples as f64;
+    let mean = h["gpus"][0]["util_pct"]["mean"].as_f64().expect("mean");
+    assert!(
+        (mean - (3.0 * 35.0 + (n - 3.0) * 36.0) / n).abs() < 1e-9,
+        "{mean}"
+    );
+    assert_eq!(h["gpus"][1]["failed"], true);
+    // GPU 1 answered on ticks 0 to 3 only.
+    assert_eq!(h["gpus"][1]["util_pct"]["mean"], 90.0);
+    let lost: Vec<&Value> = r["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["kind"] == "gpu-lost")
+        .collect();
+    assert_eq!(lost.len(), 1, "{}", r["events"]);
+    assert_eq!(r["sources"][0]["path"], "train.log");
+    assert_eq!(r["steps"]["count"], 4);
+    assert_eq!(r["step_time_ms"]["p50"], 6000.0);
+    // The text report shows the hardware too, in 80 columns.
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["report", rec_arg])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let gpu0 = text
+        .lines()
+        .find(|l| l.starts_with("gpu 0 "))
+        .expect("a gpu 0 line");
+    assert!(gpu0.ends_with(" W of 575 W"), "{text}");
+    assert!(
+        text.contains("  hardware  GPU 1 has fallen off the bus"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(
+        text.contains("gpu 1") && text.contains("LOST at the end"),
+        "{text}"
+    );
+}

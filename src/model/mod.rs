@@ -30,6 +30,9 @@ pub struct Stamp {
     pub rank: u32,
 }
 
+/// The source index of events the hardware samples raised: they have no file and no line.
+pub const HARDWARE_SOURCE: usize = usize::MAX;
+
 /// Replaces a value only with a known one: a line that omits a figure does not erase it.
 pub(crate) fn keep_latest<T>(slot: &mut Option<T>, v: Option<T>) {
     if v.is_some() {
@@ -173,10 +176,10 @@ impl Model {
                 GpuChange::Lost { why, .. } => (EventKind::GpuLost, why),
                 GpuChange::Back { gpu } => (EventKind::GpuBack, format!("GPU {gpu} answers again")),
             };
-            // Hardware events have no file and no line.
             let stamp = Stamp {
                 time,
                 real_time: true,
+                source: HARDWARE_SOURCE,
                 ..Stamp::default()
             };
             self.apply(&stamp, Record::Event { kind, text });

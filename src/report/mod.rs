@@ -17,6 +17,7 @@ use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
 use crate::parse::record::SummaryRecord;
+use crate::recording;
 
 pub use markdown::render as render_markdown;
 pub use text::render as render_text;
@@ -34,14 +35,52 @@ pub struct Analysis {
 pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
     let mut model = Model::new(cfg.model);
     let mut feeds = Vec::with_capacity(paths.len());
-    for (i, path) in paths.iter().enumerate() {
-        let mut feed = Feed::new(i, &path.display().to_string(), cfg.patterns.clone());
+    for path in paths {
+        if recording::is_recording(path) {
+            replay_recording(path, cfg, &mut model, &mut feeds)?;
+            continue;
+        }
+        let mut feed = Feed::new(
+            feeds.len(),
+            &path.display().to_string(),
+            cfg.patterns.clone(),
+        );
         ingest::read_file(path, &mut feed, &mut |stamp, rec| model.apply(stamp, rec))
             .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);
     }
     model.finish();
     Ok(Analysis { model, feeds })
+}
+
+/// A recording's lines through one feed per recorded file (at their recorded arrival times),
+/// and its samples into the model.
+fn replay_recording(
+    path: &std::path::Path,
+    cfg: &Config,
+    model: &mut Model,
+    feeds: &mut Vec<Feed>,
+) -> Result<(), Error> {
+    let first = feeds.len();
+    let mut lines: Vec<u64> = Vec::new();
+    recording::read(path, &mut |entry| match entry {
+        recording::Entry::Line { t, file, text } => {
+            let i = match feeds[first..].iter().position(|f| f.path == file) {
+                Some(i) => i,
+                None => {
+                    feeds.push(Feed::new(feeds.len(), &file, cfg.patterns.clone()));
+                    lines.push(0);
+                    feeds.len() - first - 1
+                }
+            };
+            lines[i] += 1;
+            feeds[first + i].line(lines[i], text.as_bytes(), Some(t), &mut |stamp, rec| {
+                model.apply(stamp, rec);
+            });
+        }
+        recording::Entry::Sample { sample } => model.apply_sample(*sample),
+        recording::Entry::Header { .. } => {}
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -69,6 +108,63 @@ pub struct Report {
     pub events: Vec<EventOut>,
     pub event_counts: Vec<EventCount>,
     pub alerts: Vec<serde_json::Value>,
+    /// What the hardware samples of a recording said; null for plain logs.
+    pub hardware: Option<HardwareOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HardwareOut {
+    pub samples: u64,
+    pub gpus: Vec<GpuOut>,
+    pub host_cpu_pct: Option<Quantiles>,
+    pub trainer_cpu_pct: Option<Quantiles>,
+    pub busiest_thread_cpu_pct: Option<Quantiles>,
+    /// DataLoader workers seen per sample.
+    pub workers: Option<Quantiles>,
+    /// The last sample's reason for having no GPU readings.
+    pub gpu_error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GpuOut {
+    pub index: u32,
+    pub name: String,
+    pub util_pct: Option<Quantiles>,
+    pub power_w: Option<Quantiles>,
+    pub power_limit_w: Option<f64>,
+    pub mem_used_bytes: Option<Quantiles>,
+    pub mem_total_bytes: Option<u64>,
+    /// It had fallen off the bus at the last sample.
+    pub failed: bool,
+}
+
+fn hardware(m: &Model) -> Option<HardwareOut> {
+    let h = &m.hardware;
+    if h.samples == 0 {
+        return None;
+    }
+    Some(HardwareOut {
+        samples: h.samples,
+        gpus: h
+            .gpus
+            .iter()
+            .map(|(index, g)| GpuOut {
+                index: *index,
+                name: g.name.clone(),
+                util_pct: Quantiles::of(&g.util_pct),
+                power_w: Quantiles::of(&g.power_w),
+                power_limit_w: g.power_limit_w,
+                mem_used_bytes: Quantiles::of(&g.mem_used_bytes),
+                mem_total_bytes: g.mem_total_bytes,
+                failed: g.failed,
+            })
+            .collect(),
+        host_cpu_pct: Quantiles::of(&h.host_cpu_pct),
+        trainer_cpu_pct: Quantiles::of(&h.trainer_cpu_pct),
+        busiest_thread_cpu_pct: Quantiles::of(&h.busiest_thread_cpu_pct),
+        workers: Quantiles::of(&h.workers),
+        gpu_error: h.latest.as_ref().and_then(|s| s.gpu_error.clone()),
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -264,11 +360,14 @@ impl Report {
                 .iter()
                 .map(|e| EventOut {
                     kind: e.kind.name(),
-                    source: a
-                        .feeds
-                        .get(e.source)
-                        .map(|f| f.path.clone())
-                        .unwrap_or_default(),
+                    source: if e.source == crate::model::HARDWARE_SOURCE {
+                        "hardware".to_string()
+                    } else {
+                        a.feeds
+                            .get(e.source)
+                            .map(|f| f.path.clone())
+                            .unwrap_or_default()
+                    },
                     line: e.line,
                     text: e.text.clone(),
                 })
@@ -282,6 +381,7 @@ impl Report {
                 })
                 .collect(),
             alerts: Vec::new(),
+            hardware: hardware(m),
         }
     }
 }

@@ -191,14 +191,16 @@ fn wrap(o: &mut String, parts: &[String]) {
     }
 }
 
-/// `head` then `text`, its words on lines of at most 80 columns indented under the head.
-fn words(o: &mut String, head: &str, text: &str) {
+/// `head` then `text`, its words on lines of at most 80 columns; later lines are indented
+/// by the head's width.
+pub(crate) fn words(o: &mut String, head: &str, text: &str) {
+    let indent = head.chars().count();
     let mut line = head.to_string();
     let mut fresh = true;
     for w in text.split_whitespace() {
         if !fresh && line.chars().count() + 1 + w.chars().count() > 80 {
             let _ = writeln!(o, "{line}");
-            line = " ".repeat(9);
+            line = " ".repeat(indent);
             fresh = true;
         }
         if !fresh {

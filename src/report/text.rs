@@ -48,6 +48,7 @@ pub fn render(r: &Report) -> String {
     {
         line(&mut o, "train runtime", duration(rt));
     }
+    hardware(r, &mut o);
     events(r, &mut o);
     o.push_str("\nsources\n");
     for s in &r.sources {
@@ -159,6 +160,48 @@ fn loss(r: &Report) -> String {
     }
 }
 
+fn hardware(r: &Report, o: &mut String) {
+    let Some(h) = &r.hardware else {
+        return;
+    };
+    let _ = writeln!(o, "\nhardware ({} samples)", h.samples);
+    if let Some(e) = &h.gpu_error {
+        super::probe::words(o, &format!("{:<14}none: ", "gpus"), e);
+    }
+    for g in &h.gpus {
+        let mut s = String::new();
+        if let Some(u) = g.util_pct {
+            let _ = write!(s, "util p50 {:.0}%", u.p50);
+        }
+        if let Some(p) = g.power_w {
+            let limit = g
+                .power_limit_w
+                .map_or(String::new(), |l| format!(" of {l:.0} W"));
+            let _ = write!(s, ", power p50 {:.0} W{limit}", p.p50);
+        }
+        if g.failed {
+            s.push_str(", LOST at the end");
+        }
+        line(o, &format!("gpu {}", g.index), s);
+    }
+    if let Some(c) = h.host_cpu_pct {
+        line(
+            o,
+            "host cpu",
+            format!("p50 {:.0}%, p95 {:.0}%", c.p50, c.p95),
+        );
+    }
+    if let Some(c) = h.trainer_cpu_pct {
+        let busiest = h.busiest_thread_cpu_pct.map_or(String::new(), |b| {
+            format!(", busiest thread p50 {:.0}%", b.p50)
+        });
+        line(o, "trainer cpu", format!("p50 {:.0}%{busiest}", c.p50));
+    }
+    if let Some(w) = h.workers {
+        line(o, "workers", format!("{:.0} (p50)", w.p50));
+    }
+}
+
 fn events(r: &Report, o: &mut String) {
     if r.event_counts.is_empty() {
         return;
@@ -176,7 +219,12 @@ fn events(r: &Report, o: &mut String) {
         .take(8)
     {
         let text: String = e.text.chars().take(56).collect();
-        let _ = writeln!(o, "  {}:{}  {text}", short(&e.source), e.line);
+        let at = if e.line == 0 {
+            short(&e.source).to_string()
+        } else {
+            format!("{}:{}", short(&e.source), e.line)
+        };
+        let _ = writeln!(o, "  {at}  {text}");
     }
 }
 

@@ -1,0 +1,176 @@
+//! Recordings: every input of a run, raw log lines with their file and arrival time and every
+//! hardware sample, as JSON lines, so that a run replays elsewhere exactly (readings
+//! included). Versioned: the first line is a header with `steptop_recording`, the version.
+//!
+//! ```text
+//! {"kind":"header","steptop_recording":1}
+//! {"kind":"line","t":1795253385.04,"file":"train.log","text":"step 10/8880 | loss=0.5"}
+//! {"kind":"sample","sample":{"time":1795253385.1,"gpus":[...],"host":{...},...}}
+//! ```
+
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::probe::Sample;
+
+/// Bumped when an entry changes meaning; a reader refuses versions it does not know.
+pub const RECORDING_VERSION: u32 = 1;
+
+/// One line of a recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Entry {
+    Header { steptop_recording: u32 },
+    Line { t: f64, file: String, text: String },
+    Sample { sample: Box<Sample> },
+}
+
+/// Writes a recording. Each entry is flushed as it is written, so a run that dies leaves a
+/// recording of everything before.
+pub struct Recorder {
+    out: BufWriter<std::fs::File>,
+    path: String,
+}
+
+impl Recorder {
+    /// Creates (or replaces) `path`: a recording is steptop's own output, never a training
+    /// file.
+    pub fn create(path: &Path) -> Result<Recorder, Error> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| Error::Runtime(format!("cannot create {}: {e}", path.display())))?;
+        let mut r = Recorder {
+            out: BufWriter::new(file),
+            path: path.display().to_string(),
+        };
+        r.write(&Entry::Header {
+            steptop_recording: RECORDING_VERSION,
+        })?;
+        Ok(r)
+    }
+
+    pub fn write(&mut self, entry: &Entry) -> Result<(), Error> {
+        let fail = |e: String| Error::Runtime(format!("cannot write {}: {e}", self.path));
+        serde_json::to_writer(&mut self.out, entry).map_err(|e| fail(e.to_string()))?;
+        self.out
+            .write_all(b"\n")
+            .and_then(|()| self.out.flush())
+            .map_err(|e| fail(e.to_string()))
+    }
+}
+
+/// Whether `path` starts like a recording (its header), rather than a training log.
+pub fn is_recording(path: &Path) -> bool {
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = String::from_utf8_lossy(&head[..n]);
+    head.starts_with('{') && head.contains("\"steptop_recording\"")
+}
+
+/// Streams the entries of a recording after its header, in order. A malformed line, or a
+/// version this steptop does not know, is an error naming the file and the line.
+pub fn read(path: &Path, each: &mut dyn FnMut(Entry)) -> Result<(), Error> {
+    let at = |n: usize, what: String| Error::Runtime(format!("{}:{n}: {what}", path.display()));
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::Runtime(format!("cannot open {}: {e}", path.display())))?;
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|e| at(n, e.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: Entry = serde_json::from_str(&line)
+            .map_err(|e| at(n, format!("not a recording entry ({e})")))?;
+        match entry {
+            Entry::Header { steptop_recording } if n == 1 => {
+                if steptop_recording != RECORDING_VERSION {
+                    return Err(at(
+                        n,
+                        format!(
+                            "recording version {steptop_recording}; this steptop reads version \
+                             {RECORDING_VERSION}"
+                        ),
+                    ));
+                }
+            }
+            Entry::Header { .. } => return Err(at(n, "a second header".into())),
+            _ if n == 1 => return Err(at(n, "no recording header on the first line".into())),
+            e => each(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{GpuReading, HostReading};
+
+    #[test]
+    fn entries_come_back_as_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let sample = Sample {
+            time: 12.5,
+            gpus: vec![GpuReading {
+                index: 1,
+                name: "H100".into(),
+                util_pct: Some(35),
+                power_w: Some(100.25),
+                ..GpuReading::default()
+            }],
+            host: Some(HostReading {
+                cpus: 64,
+                cpu_pct: Some(12.5),
+                ..HostReading::default()
+            }),
+            ..Sample::default()
+        };
+        let entries = vec![
+            Entry::Line {
+                t: 12.0,
+                file: "train.log".into(),
+                text: "step 1/10 | loss=0.5\r".into(),
+            },
+            Entry::Sample {
+                sample: Box::new(sample),
+            },
+        ];
+        let mut r = Recorder::create(&path).expect("create");
+        for e in &entries {
+            r.write(e).expect("write");
+        }
+        assert!(is_recording(&path));
+        let mut got = Vec::new();
+        read(&path, &mut |e| got.push(e)).expect("read");
+        assert_eq!(got, entries);
+    }
+
+    #[test]
+    fn a_bad_line_or_version_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(
+            &path,
+            "{\"kind\":\"header\",\"steptop_recording\":1}\n{\"kind\":\"line\"}\n",
+        )
+        .expect("write");
+        let e = read(&path, &mut |_| {}).expect_err("bad").to_string();
+        assert!(
+            e.starts_with(&format!("{}:2: not a recording entry", path.display())),
+            "{e}"
+        );
+        std::fs::write(&path, "{\"kind\":\"header\",\"steptop_recording\":9}\n").expect("write");
+        let e = read(&path, &mut |_| {}).expect_err("version").to_string();
+        assert!(
+            e.contains("recording version 9; this steptop reads version 1"),
+            "{e}"
+        );
+        std::fs::write(&path, "step 1/10 loss=0.5\n").expect("write");
+        assert!(!is_recording(&path));
+    }
+}
