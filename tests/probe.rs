@@ -232,6 +232,24 @@ fn the_trainer_is_found_as_the_writer_of_its_log_and_its_workers_memory_is_pss()
         format!("holds {} open for writing", log.display())
     );
     check_trainer(t, &fake, 48, 8);
+    // The text names how the trainer was found, in 80 columns.
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["probe", "--once", "--interval", "50ms"])
+        .arg(&log)
+        .env("STEPTOP_NVML_LIB", "/nonexistent")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "trainer  pid {}, holds {}",
+            fake.pid,
+            log.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("3 workers, pss "), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
 
 #[test]

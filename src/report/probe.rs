@@ -137,13 +137,8 @@ fn host(o: &mut String, h: &HostReading) {
 }
 
 fn trainer(o: &mut String, t: &TrainerReading) {
-    let _ = writeln!(
-        o,
-        "trainer  pid {} ({}): {}",
-        t.pid,
-        t.found_by,
-        short(&t.command, 40)
-    );
+    words(o, "trainer  ", &format!("pid {}, {}", t.pid, t.found_by));
+    let _ = writeln!(o, "         {}", short(&t.command, 71));
     let mut parts = Vec::new();
     if let Some(c) = t.cpu_pct {
         parts.push(format!("cpu {c:.0}%"));
