@@ -116,6 +116,18 @@ fn a_failing_call_marks_its_field_and_a_lost_gpu_marks_its_reading() {
 }
 
 #[test]
+fn gpm_on_a_gpu_without_it_says_so_and_keeps_the_other_readings() {
+    let s = &probe(&["--once", "--gpm", "--gpus", "0"], TWO_GPUS, None, 1)[0];
+    let g = &s["gpus"][0];
+    assert_eq!(g["util_pct"], 35);
+    assert_eq!(g["sm_active_pct"], Value::Null);
+    assert_eq!(
+        g["errors"],
+        serde_json::json!(["GPM: not on this GPU (Hopper or newer has it)"])
+    );
+}
+
+#[test]
 fn gpus_selects_devices_and_a_wrong_index_says_how_many_there_are() {
     let s = &probe(&["--once", "--gpus", "1"], TWO_GPUS, None, 1)[0];
     let gpus = s["gpus"].as_array().expect("gpus");

@@ -71,13 +71,14 @@ fn reason(lib: &OsStr, e: NvmlError) -> String {
 pub struct GpuProbe<'n> {
     nvml: &'n Nvml,
     gpus: Vec<Gpu<'n>>,
-    gpm: bool,
 }
 
 struct Gpu<'n> {
     index: u32,
     name: String,
     device: Device<'n>,
+    /// With `--gpm`: whether this GPU has GPM, or why not.
+    gpm: Option<Result<(), String>>,
     /// The previous GPM sample: GPM metrics are the difference of two.
     gpm_prev: Option<GpmSample<'n>>,
 }
@@ -106,28 +107,35 @@ impl<'n> GpuProbe<'n> {
             let device = nvml
                 .device_by_index(index)
                 .map_err(|e| format!("NVML cannot open GPU {index}: {e}"))?;
+            let gpm = gpm.then(|| match device.gpm_support() {
+                Ok(true) => Ok(()),
+                Ok(false) | Err(NvmlError::NotSupported) => {
+                    Err("GPM: not on this GPU (Hopper or newer has it)".to_string())
+                }
+                Err(e) => Err(format!("GPM: {e}")),
+            });
             gpus.push(Gpu {
                 index,
                 name: device.name().unwrap_or_else(|_| format!("GPU {index}")),
                 device,
+                gpm,
                 gpm_prev: None,
             });
         }
-        Ok(GpuProbe { nvml, gpus, gpm })
+        Ok(GpuProbe { nvml, gpus })
     }
 
     /// One reading per GPU; `slow` also lists the compute processes.
     pub fn read(&mut self, slow: bool) -> Vec<GpuReading> {
         let nvml = self.nvml;
-        let gpm = self.gpm;
         self.gpus
             .iter_mut()
-            .map(|g| read_one(nvml, g, slow, gpm))
+            .map(|g| read_one(nvml, g, slow))
             .collect()
     }
 }
 
-fn read_one<'n>(nvml: &'n Nvml, g: &mut Gpu<'n>, slow: bool, gpm: bool) -> GpuReading {
+fn read_one<'n>(nvml: &'n Nvml, g: &mut Gpu<'n>, slow: bool) -> GpuReading {
     let mut r = GpuReading {
         index: g.index,
         name: g.name.clone(),
@@ -215,8 +223,10 @@ fn read_one<'n>(nvml: &'n Nvml, g: &mut Gpu<'n>, slow: bool, gpm: bool) -> GpuRe
             })
             .collect()
     });
-    if gpm {
-        read_gpm(nvml, g, &mut r);
+    match &g.gpm {
+        Some(Ok(())) => read_gpm(nvml, g, &mut r),
+        Some(Err(why)) => r.errors.push(why.clone()),
+        None => {}
     }
     r
 }
@@ -242,16 +252,4 @@ fn read_gpm<'n>(nvml: &'n Nvml, g: &mut Gpu<'n>, r: &mut GpuReading) {
         }
     }
     g.gpm_prev = Some(now);
-}
-
-/// Whether any selected GPU supports GPM, or why not, for the `--gpm` flag's message.
-pub fn gpm_supported(probe: &GpuProbe<'_>) -> Result<(), String> {
-    for g in &probe.gpus {
-        match g.device.gpm_support() {
-            Ok(true) => return Ok(()),
-            Ok(false) | Err(NvmlError::NotSupported) => {}
-            Err(e) => return Err(format!("GPM support of GPU {} unknown: {e}", g.index)),
-        }
-    }
-    Err("GPM metrics need a Hopper or newer GPU; none of the selected GPUs has them".into())
 }

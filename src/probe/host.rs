@@ -157,18 +157,7 @@ pub struct MemInfo {
 pub fn parse_meminfo(text: &str) -> Option<MemInfo> {
     let mut m = MemInfo::default();
     let (mut total, mut available) = (false, false);
-    for line in text.lines() {
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let Some(kib) = value
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let bytes = kib * 1024;
+    for (key, bytes) in super::kib_lines(text) {
         match key {
             "MemTotal" => (m.total, total) = (bytes, true),
             "MemAvailable" => (m.available, available) = (bytes, true),

@@ -13,6 +13,15 @@ use serde::{Deserialize, Serialize};
 
 pub use sampler::{Sampler, SamplerOptions, spawn};
 
+/// The `Key:   1234 kB` lines of /proc files (meminfo, smaps_rollup), as (key, bytes).
+fn kib_lines(text: &str) -> impl Iterator<Item = (&str, u64)> {
+    text.lines().filter_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        let kib: u64 = value.split_whitespace().next()?.parse().ok()?;
+        Some((key, kib * 1024))
+    })
+}
+
 /// Everything read at one moment. `time` is Unix seconds from the sampler's clock, so a
 /// recording replays with the same times.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

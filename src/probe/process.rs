@@ -254,21 +254,11 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 pub fn parse_smaps_rollup(text: &str) -> Option<Memory> {
     let mut m = Memory::default();
     let mut pss = false;
-    for line in text.lines() {
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let Some(kib) = value
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
-            continue;
-        };
+    for (key, bytes) in super::kib_lines(text) {
         match key {
-            "Rss" => m.rss = kib * 1024,
-            "Pss" => (m.pss, pss) = (kib * 1024, true),
-            "Private_Clean" | "Private_Dirty" => m.private += kib * 1024,
+            "Rss" => m.rss = bytes,
+            "Pss" => (m.pss, pss) = (bytes, true),
+            "Private_Clean" | "Private_Dirty" => m.private += bytes,
             _ => {}
         }
     }

@@ -61,12 +61,7 @@ impl<'n> Sampler<'n> {
     /// `nvml` is the result of `gpu::open()`.
     pub fn new(nvml: &'n Result<Nvml, String>, opts: SamplerOptions) -> Self {
         let gpus = match nvml {
-            Ok(n) => GpuProbe::new(n, opts.gpus.as_deref(), opts.gpm).and_then(|p| {
-                if opts.gpm {
-                    gpu::gpm_supported(&p)?;
-                }
-                Ok(p)
-            }),
+            Ok(n) => GpuProbe::new(n, opts.gpus.as_deref(), opts.gpm),
             Err(e) => Err(e.clone()),
         };
         let trainer = opts
