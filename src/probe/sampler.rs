@@ -171,3 +171,33 @@ pub fn spawn(opts: SamplerOptions, inbox: Sender<Msg>) -> std::io::Result<JoinHa
             }
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thread_sends_samples_at_its_interval_and_stops_when_the_inbox_closes() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opts = SamplerOptions {
+            interval: Duration::from_millis(20),
+            ..SamplerOptions::default()
+        };
+        let handle = spawn(opts, tx).expect("thread");
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(Msg::Sample(s)) => {
+                    assert!(s.host.is_some(), "this test runs on Linux");
+                    times.push(s.time);
+                }
+                other => panic!("expected a sample, got {other:?}"),
+            }
+        }
+        assert!(times.windows(2).all(|w| w[1] > w[0]), "{times:?}");
+        drop(rx);
+        handle
+            .join()
+            .expect("the sampler ends when the inbox closes");
+    }
+}
