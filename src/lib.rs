@@ -56,42 +56,36 @@ fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
         .as_deref()
         .map(recording::Recorder::create)
         .transpose()?;
-    let nvml = probe::gpu::open();
-    let mut sampler = probe::Sampler::new(&nvml, opts);
-    let mut read = |sampler: &mut probe::Sampler<'_>| -> Result<probe::Sample, Error> {
-        let s = sampler.sample(probe::sampler::unix_now());
+    let (tx, inbox) = std::sync::mpsc::channel();
+    probe::spawn(opts, tx)
+        .map_err(|e| Error::Runtime(format!("cannot start the sampler thread: {e}")))?;
+    // The first reading only starts the rates; --once prints the second. The sampler thread
+    // ends at its next reading once this inbox is gone.
+    for (n, msg) in inbox.iter().enumerate() {
+        let msg::Msg::Sample(s) = msg else {
+            continue;
+        };
         if let Some(r) = &mut recorder {
-            r.write(&recording::Entry::Sample {
-                sample: Box::new(s.clone()),
-            })?;
+            r.write(&recording::Entry::Sample { sample: s.clone() })?;
         }
-        Ok(s)
-    };
-    let mut next = std::time::Instant::now();
-    // The first reading only starts the rates; --once prints the second.
-    read(&mut sampler)?;
-    loop {
-        next += args.interval;
-        std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
-        let s = read(&mut sampler)?;
-        let text = match args.format {
-            ProbeFormat::Text => {
-                let mut t = report::probe::text(&s);
-                if !args.once {
-                    t.push('\n');
-                }
-                t
-            }
+        if n == 0 {
+            continue;
+        }
+        let mut text = match args.format {
+            ProbeFormat::Text => report::probe::text(&s),
             ProbeFormat::Json => {
-                let mut t = report::probe::json(&s).map_err(|e| Error::Runtime(e.to_string()))?;
-                t.push('\n');
-                t
+                report::probe::json(&s).map_err(|e| Error::Runtime(e.to_string()))?
             }
         };
+        // Text readings are set apart by a blank line; JSON is one object per line.
+        if !args.once || args.format == ProbeFormat::Json {
+            text.push('\n');
+        }
         if !write_stdout(&text)? || args.once {
             return Ok(());
         }
     }
+    Err(Error::Runtime("the sampler thread stopped".into()))
 }
 
 fn report_command(args: &ReportArgs) -> Result<(), Error> {

@@ -158,44 +158,19 @@ fn read_one<'n>(nvml: &'n Nvml, g: &mut Gpu<'n>, slow: bool) -> GpuReading {
         }
         Err(e) => r.errors.push(format!("utilization: {e}")),
     }
-    let mut field = |name: &str, e: NvmlError| r.errors.push(format!("{name}: {e}"));
-    let mem = d.memory_info().map_err(|e| field("memory", e)).ok();
-    let power = d.power_usage().map_err(|e| field("power", e)).ok();
-    let limit = d
-        .enforced_power_limit()
-        .map_err(|e| field("power limit", e))
-        .ok();
-    let temp = d
-        .temperature(TemperatureSensor::Gpu)
-        .map_err(|e| field("temperature", e))
-        .ok();
-    let sm = d
-        .clock_info(Clock::SM)
-        .map_err(|e| field("SM clock", e))
-        .ok();
-    let sm_max = d
-        .max_clock_info(Clock::SM)
-        .map_err(|e| field("SM clock max", e))
-        .ok();
-    let throttle = d
-        .current_throttle_reasons()
-        .map_err(|e| field("clocks-event reasons", e))
-        .ok();
-    let rx = d
-        .pcie_throughput(PcieUtilCounter::Receive)
-        .map_err(|e| field("PCIe rx", e))
-        .ok();
-    let tx = d
-        .pcie_throughput(PcieUtilCounter::Send)
-        .map_err(|e| field("PCIe tx", e))
-        .ok();
-    let processes = if slow {
-        d.running_compute_processes()
-            .map_err(|e| field("processes", e))
-            .ok()
-    } else {
-        None
-    };
+    let e = &mut r.errors;
+    let mem = ok(e, "memory", d.memory_info());
+    let power = ok(e, "power", d.power_usage());
+    let limit = ok(e, "power limit", d.enforced_power_limit());
+    let temp = ok(e, "temperature", d.temperature(TemperatureSensor::Gpu));
+    let sm = ok(e, "SM clock", d.clock_info(Clock::SM));
+    let sm_max = ok(e, "SM clock max", d.max_clock_info(Clock::SM));
+    let throttle = ok(e, "clocks-event reasons", d.current_throttle_reasons());
+    let rx = ok(e, "PCIe rx", d.pcie_throughput(PcieUtilCounter::Receive));
+    let tx = ok(e, "PCIe tx", d.pcie_throughput(PcieUtilCounter::Send));
+    let processes = slow
+        .then(|| ok(e, "processes", d.running_compute_processes()))
+        .flatten();
     r.mem_used_bytes = mem.as_ref().map(|m| m.used);
     r.mem_total_bytes = mem.as_ref().map(|m| m.total);
     r.power_w = power.map(|mw| f64::from(mw) / 1000.0);
@@ -229,6 +204,11 @@ fn read_one<'n>(nvml: &'n Nvml, g: &mut Gpu<'n>, slow: bool) -> GpuReading {
         None => {}
     }
     r
+}
+
+/// The value, or None with `"name: why"` noted in `errors`.
+fn ok<T>(errors: &mut Vec<String>, name: &str, r: Result<T, NvmlError>) -> Option<T> {
+    r.map_err(|e| errors.push(format!("{name}: {e}"))).ok()
 }
 
 /// SM and tensor-core activity since the previous GPM sample (none on the first reading).

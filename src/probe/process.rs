@@ -25,6 +25,8 @@ pub struct TreeProbe {
     root: PathBuf,
     pub pid: u32,
     pub found_by: String,
+    /// Read once: a process's command line does not change.
+    command: Option<String>,
     /// CPU jiffies of each process and thread at the previous reading.
     prev_cpu: HashMap<u32, u64>,
     prev_time: Option<f64>,
@@ -59,6 +61,7 @@ impl TreeProbe {
             root: root.to_path_buf(),
             pid,
             found_by,
+            command: None,
             prev_cpu: HashMap::new(),
             prev_time: None,
             memory: HashMap::new(),
@@ -82,7 +85,10 @@ impl TreeProbe {
         let mut r = TrainerReading {
             pid: self.pid,
             found_by: self.found_by.clone(),
-            command: command_line(&dir).unwrap_or_else(|| stat.comm.clone()),
+            command: self
+                .command
+                .get_or_insert_with(|| command_line(&dir).unwrap_or_else(|| stat.comm.clone()))
+                .clone(),
             state: Some(stat.state.to_string()),
             cpu_pct: pct(self.pid, stat.cpu),
             threads: stat.threads,

@@ -62,19 +62,17 @@ fn replay_recording(
     feeds: &mut Vec<Feed>,
 ) -> Result<(), Error> {
     let first = feeds.len();
-    let mut lines: Vec<u64> = Vec::new();
     recording::read(path, &mut |entry| match entry {
         recording::Entry::Line { t, file, text } => {
             let i = match feeds[first..].iter().position(|f| f.path == file) {
-                Some(i) => i,
+                Some(i) => first + i,
                 None => {
                     feeds.push(Feed::new(feeds.len(), &file, cfg.patterns.clone()));
-                    lines.push(0);
-                    feeds.len() - first - 1
+                    feeds.len() - 1
                 }
             };
-            lines[i] += 1;
-            feeds[first + i].line(lines[i], text.as_bytes(), Some(t), &mut |stamp, rec| {
+            let line_no = feeds[i].stats.lines + 1;
+            feeds[i].line(line_no, text.as_bytes(), Some(t), &mut |stamp, rec| {
                 model.apply(stamp, rec);
             });
         }
