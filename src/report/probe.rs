@@ -28,7 +28,7 @@ pub fn json(s: &Sample) -> Result<String, serde_json::Error> {
 pub fn text(s: &Sample) -> String {
     let mut o = String::new();
     match &s.gpu_error {
-        Some(e) => words(&mut o, "gpus     none: ", e),
+        Some(e) => words(&mut o, "gpus     none: ", 9, e),
         None => s.gpus.iter().for_each(|g| gpu(&mut o, g)),
     }
     match &s.host {
@@ -104,7 +104,7 @@ fn gpu(o: &mut String, g: &GpuReading) {
     }
     wrap(o, &more);
     for e in &g.errors {
-        words(o, "         unread: ", e);
+        words(o, "         unread: ", 9, e);
     }
 }
 
@@ -137,7 +137,7 @@ fn host(o: &mut String, h: &HostReading) {
 }
 
 fn trainer(o: &mut String, t: &TrainerReading) {
-    words(o, "trainer  ", &format!("pid {}, {}", t.pid, t.found_by));
+    words(o, "trainer  ", 9, &format!("pid {}, {}", t.pid, t.found_by));
     let _ = writeln!(o, "         {}", short(&t.command, 71));
     let mut parts = Vec::new();
     if let Some(c) = t.cpu_pct {
@@ -164,7 +164,7 @@ fn trainer(o: &mut String, t: &TrainerReading) {
     }));
     wrap(o, &w);
     for u in &t.unreadable {
-        words(o, "         unread: ", u);
+        words(o, "         unread: ", 9, u);
     }
 }
 
@@ -187,9 +187,8 @@ fn wrap(o: &mut String, parts: &[String]) {
 }
 
 /// `head` then `text`, its words on lines of at most 80 columns; later lines are indented
-/// by the head's width.
-pub(crate) fn words(o: &mut String, head: &str, text: &str) {
-    let indent = head.chars().count();
+/// by `indent` spaces.
+pub(crate) fn words(o: &mut String, head: &str, indent: usize, text: &str) {
     let mut line = head.to_string();
     let mut fresh = true;
     for w in text.split_whitespace() {

@@ -166,7 +166,7 @@ fn hardware(r: &Report, o: &mut String) {
     };
     let _ = writeln!(o, "\nhardware ({} samples)", h.samples);
     if let Some(e) = &h.gpu_error {
-        super::probe::words(o, &format!("{:<14}none: ", "gpus"), e);
+        super::probe::words(o, &format!("{:<14}none: ", "gpus"), 14, e);
     }
     for g in &h.gpus {
         let mut s = String::new();
