@@ -127,6 +127,36 @@ fn gpm_on_a_gpu_without_it_says_so_and_keeps_the_other_readings() {
     );
 }
 
+/// One Hopper-like GPU with GPM: activity changes at tick 1 and 3, and the sample call fails
+/// at tick 2.
+const GPM_GPU: &str = "gpus 1
+row 0 0 97 60 70000 81559 640000 700000 66 1980 1980 0x0 1000 2000
+gpm 0 0 10 5
+gpm 1 0 62.5 40
+gpm 3 0 88 71.25
+fail 2 0 gpm
+";
+
+#[test]
+fn gpm_gives_sm_and_tensor_activity_between_two_samples() {
+    // The probe prints from its second reading (tick 1) on: the first only starts the rates
+    // and GPM's interval.
+    let got = probe(&["--gpm", "--interval", "20ms"], GPM_GPU, None, 3);
+    let g = |k: usize| &got[k]["gpus"][0];
+    assert_eq!(g(0)["sm_active_pct"], 62.5);
+    assert_eq!(g(0)["tensor_active_pct"], 40.0);
+    assert_eq!(g(0)["errors"], serde_json::json!([]));
+    // A failed sample call at tick 2 is noted; the other readings stay.
+    assert_eq!(g(1)["sm_active_pct"], Value::Null);
+    assert_eq!(g(1)["util_pct"], 97);
+    let errors = g(1)["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].as_str().expect("text").starts_with("GPM: "), "{errors:?}");
+    // Tick 3 compares with the last good sample, tick 1's.
+    assert_eq!(g(2)["sm_active_pct"], 88.0);
+    assert_eq!(g(2)["tensor_active_pct"], 71.25);
+}
+
 #[test]
 fn gpus_selects_devices_and_a_wrong_index_says_how_many_there_are() {
     let s = &probe(&["--once", "--gpus", "1"], TWO_GPUS, None, 1)[0];

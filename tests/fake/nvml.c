@@ -25,6 +25,13 @@
  *   lost T G               from tick T on, every call for GPU G returns
  *                          NVML_ERROR_GPU_IS_LOST.
  *   proc G PID MIB         GPU G runs compute process PID using MIB MiB.
+ *   gpm T G SM_PCT TENSOR_PCT
+ *                          GPU G has GPM (a Hopper-like GPU); from tick T on
+ *                          (until its next gpm line) a metrics query whose
+ *                          second sample was taken at that tick returns SM
+ *                          activity SM_PCT and tensor activity TENSOR_PCT
+ *                          (percentages, decimals allowed). Other metric ids
+ *                          answer NVML_ERROR_NOT_SUPPORTED in their own slot.
  * Every GPU needs a row at tick 0; two rows of one GPU may not share a tick.
  * Any error: a message naming the line on stderr, and init returns
  * NVML_ERROR_UNKNOWN.
@@ -86,6 +93,33 @@ typedef struct {
     unsigned int isSupportedDevice;
 } nvmlGpmSupport_t;
 
+/* Opaque to callers; the fake keeps which GPU and tick a sample was taken at. */
+typedef struct nvmlGpmSample_st {
+    int taken;
+    unsigned int gpu;
+    unsigned long long tick;
+} *nvmlGpmSample_t;
+
+typedef struct {
+    unsigned int metricId;
+    nvmlReturn_t nvmlReturn;
+    double value;
+    struct {
+        char *shortName;
+        char *longName;
+        char *unit;
+    } metricInfo;
+} nvmlGpmMetric_t;
+
+#define NVML_GPM_METRIC_MAX 210
+typedef struct {
+    unsigned int version;
+    unsigned int numMetrics;
+    nvmlGpmSample_t sample1;
+    nvmlGpmSample_t sample2;
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
 enum {
     NVML_SUCCESS = 0,
     NVML_ERROR_UNINITIALIZED = 1,
@@ -102,6 +136,9 @@ enum {
 
 #define NVML_MEMORY_V2_VERSION ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
 #define NVML_GPM_SUPPORT_VERSION 1u
+#define NVML_GPM_METRICS_GET_VERSION 1u
+#define NVML_GPM_METRIC_SM_UTIL 2u
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL 5u
 #define NO_INSTANCE 0xFFFFFFFFu
 #define MEM_CLOCK_MHZ 2619u
 #define DRIVER_VERSION "550.54.15"
@@ -127,11 +164,12 @@ enum field {
     F_THROTTLE,
     F_PCIE,
     F_PROCS,
+    F_GPM,
     F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
-    "util", "mem", "power", "limit", "temp", "clock", "maxclock", "throttle", "pcie", "procs",
+    "util", "mem", "power", "limit", "temp", "clock", "maxclock", "throttle", "pcie", "procs", "gpm",
 };
 
 struct row {
@@ -150,6 +188,11 @@ struct fail {
     nvmlReturn_t code;
 };
 
+struct gpm_row {
+    unsigned long long tick;
+    double sm, tensor; /* percent */
+};
+
 struct proc {
     unsigned int gpu, pid;
     unsigned long long used; /* bytes */
@@ -159,6 +202,8 @@ struct gpu {
     char name[MAX_NAME];
     struct row *rows; /* sorted by tick */
     size_t nrows;
+    struct gpm_row *gpm; /* sorted by tick; none: no GPM on this GPU */
+    size_t ngpm;
     unsigned long long lost_from; /* NO_TICK: never */
 };
 
@@ -178,8 +223,10 @@ static unsigned long long util_calls;
 
 static void scenario_free(struct scenario *s)
 {
-    for (unsigned int i = 0; i < MAX_GPUS; i++)
+    for (unsigned int i = 0; i < MAX_GPUS; i++) {
         free(s->gpus[i].rows);
+        free(s->gpus[i].gpm);
+    }
     free(s->fails);
     free(s->procs);
     memset(s, 0, sizeof *s);
@@ -226,9 +273,30 @@ static int parse_mib(const char *tok, unsigned long long *bytes)
     return 0;
 }
 
+/* A percentage, decimals allowed. */
+static int parse_pct(const char *tok, double *out)
+{
+    if (!tok || *tok == '\0')
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(tok, &end);
+    if (errno || *end != '\0' || !(v >= 0.0 && v <= 100.0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int cmp_rows(const void *a, const void *b)
 {
     unsigned long long x = ((const struct row *)a)->tick, y = ((const struct row *)b)->tick;
+    return (x > y) - (x < y);
+}
+
+static int cmp_gpm(const void *a, const void *b)
+{
+    unsigned long long x = ((const struct gpm_row *)a)->tick;
+    unsigned long long y = ((const struct gpm_row *)b)->tick;
     return (x > y) - (x < y);
 }
 
@@ -290,11 +358,11 @@ static int parse_line(struct scenario *s, int *have_gpus, char *text, const char
         return 0;
     }
     int known = !strcmp(d, "name") || !strcmp(d, "row") || !strcmp(d, "fail") ||
-                !strcmp(d, "lost") || !strcmp(d, "proc");
+                !strcmp(d, "lost") || !strcmp(d, "proc") || !strcmp(d, "gpm");
     if (!known) {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown directive '%.60s' (expected gpus, name, row, fail, "
-                 "lost or proc)", d);
+                 "lost, proc or gpm)", d);
         return bad(path, ln, msg);
     }
     if (!*have_gpus)
@@ -355,7 +423,7 @@ static int parse_line(struct scenario *s, int *have_gpus, char *text, const char
                 f.field = (enum field)i;
         if (f.field == F_COUNT)
             return bad(path, ln, "fail: field must be one of util mem power limit temp clock "
-                       "maxclock throttle pcie procs");
+                       "maxclock throttle pcie procs gpm");
         f.code = NVML_ERROR_UNKNOWN;
         if (n == 5) {
             if (strcmp(tok[4], "unknown") == 0)
@@ -378,6 +446,21 @@ static int parse_line(struct scenario *s, int *have_gpus, char *text, const char
             return bad(path, ln, "expected 'lost TICK GPU' with GPU below the gpus count");
         if (tick < s->gpus[g].lost_from)
             s->gpus[g].lost_from = tick;
+        return 0;
+    }
+    if (strcmp(d, "gpm") == 0) {
+        struct gpm_row r;
+        if (n != 5 || parse_num(tok[1], 10, NO_TICK - 1, &r.tick) || parse_gpu(tok[2], s, &g) ||
+            parse_pct(tok[3], &r.sm) || parse_pct(tok[4], &r.tensor))
+            return bad(path, ln, "expected 'gpm TICK GPU SM_PCT TENSOR_PCT' with GPU below the "
+                       "gpus count and percentages from 0 to 100");
+        struct gpu *gp = &s->gpus[g];
+        for (size_t i = 0; i < gp->ngpm; i++)
+            if (gp->gpm[i].tick == r.tick)
+                return bad(path, ln, "gpm: this gpu already has a gpm line at this tick");
+        if (grow((void **)&gp->gpm, gp->ngpm, sizeof r))
+            return bad(path, ln, "out of memory");
+        gp->gpm[gp->ngpm++] = r;
         return 0;
     }
     /* proc */
@@ -414,6 +497,8 @@ static int scenario_load(struct scenario *s, const char *path)
     for (unsigned int g = 0; !err && g < s->ngpus; g++) {
         struct gpu *gp = &s->gpus[g];
         qsort(gp->rows, gp->nrows, sizeof *gp->rows, cmp_rows);
+        if (gp->ngpm)
+            qsort(gp->gpm, gp->ngpm, sizeof *gp->gpm, cmp_gpm);
         if (gp->nrows == 0 || gp->rows[0].tick != 0) {
             fprintf(stderr, "fake NVML: scenario %s: gpu %u has no row at tick 0\n", path, g);
             err = -1;
@@ -857,6 +942,83 @@ EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSuppor
         return rc;
     if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION)
         return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    gpmSupport->isSupportedDevice = 0;
+    gpmSupport->isSupportedDevice = sc.gpus[g].ngpm > 0;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample)
+{
+    if (!gpmSample)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *gpmSample = calloc(1, sizeof **gpmSample);
+    return *gpmSample ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample)
+{
+    if (!gpmSample)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    free(gpmSample);
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
+{
+    unsigned int g;
+    unsigned long long t;
+    nvmlReturn_t rc = enter(device, gpmSample, F_GPM, &g, &t);
+    if (rc)
+        return rc;
+    if (sc.gpus[g].ngpm == 0)
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    gpmSample->taken = 1;
+    gpmSample->gpu = g;
+    gpmSample->tick = t;
+    return leave(NVML_SUCCESS);
+}
+
+static char sm_short[] = "sm_util", sm_long[] = "SM utilization", pct_unit[] = "%";
+static char tc_short[] = "any_tensor_util", tc_long[] = "Any tensor core utilization";
+
+/* Activity between two samples of one GPU: the gpm line in force at the second's tick. */
+EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
+{
+    if (!metricsGet)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (metricsGet->version != NVML_GPM_METRICS_GET_VERSION)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    nvmlGpmSample_t a = metricsGet->sample1, b = metricsGet->sample2;
+    if (metricsGet->numMetrics > NVML_GPM_METRIC_MAX || !a || !b || !a->taken || !b->taken ||
+        a->gpu != b->gpu || b->tick < a->tick)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&lock);
+    nvmlReturn_t rc = init_count ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+    const struct gpu *gp = &sc.gpus[b->gpu];
+    if (rc == NVML_SUCCESS && gp->ngpm == 0)
+        rc = NVML_ERROR_NOT_SUPPORTED;
+    if (rc != NVML_SUCCESS)
+        return leave(rc);
+    const struct gpm_row *r = &gp->gpm[0];
+    for (size_t i = 1; i < gp->ngpm && gp->gpm[i].tick <= b->tick; i++)
+        r = &gp->gpm[i];
+    for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &metricsGet->metrics[i];
+        memset(&m->metricInfo, 0, sizeof m->metricInfo);
+        m->nvmlReturn = NVML_SUCCESS;
+        if (m->metricId == NVML_GPM_METRIC_SM_UTIL) {
+            m->value = r->sm;
+            m->metricInfo.shortName = sm_short;
+            m->metricInfo.longName = sm_long;
+            m->metricInfo.unit = pct_unit;
+        } else if (m->metricId == NVML_GPM_METRIC_ANY_TENSOR_UTIL) {
+            m->value = r->tensor;
+            m->metricInfo.shortName = tc_short;
+            m->metricInfo.longName = tc_long;
+            m->metricInfo.unit = pct_unit;
+        } else {
+            m->value = 0.0;
+            m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        }
+    }
     return leave(NVML_SUCCESS);
 }
