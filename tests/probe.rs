@@ -151,7 +151,10 @@ fn gpm_gives_sm_and_tensor_activity_between_two_samples() {
     assert_eq!(g(1)["util_pct"], 97);
     let errors = g(1)["errors"].as_array().expect("errors");
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].as_str().expect("text").starts_with("GPM: "), "{errors:?}");
+    assert!(
+        errors[0].as_str().expect("text").starts_with("GPM: "),
+        "{errors:?}"
+    );
     // Tick 3 compares with the last good sample, tick 1's.
     assert_eq!(g(2)["sm_active_pct"], 88.0);
     assert_eq!(g(2)["tensor_active_pct"], 71.25);
@@ -292,6 +295,60 @@ fn the_trainer_is_found_as_the_writer_of_its_log_and_its_workers_memory_is_pss()
     );
     assert!(text.contains("3 workers, pss "), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+}
+
+/// What `steptop probe --once LOG` says about the trainer.
+fn trainer_of(log: &Path) -> Value {
+    let s = &probe(
+        &["--once", log.to_str().expect("utf-8")],
+        "gpus 0\n",
+        None,
+        1,
+    )[0];
+    s["trainer"].clone()
+}
+
+#[test]
+fn a_trainer_piped_into_tee_is_found_behind_tee() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    // `python train.py | tee train.log`: tee is the log's only writer.
+    let fake = FakeTrainer::spawn_wrapped(r#""$1" 8 2 2 | tee "$2""#, 2, &log);
+    let t = trainer_of(&log);
+    assert_eq!(t["pid"], fake.pid, "{t}");
+    let found_by = t["found_by"].as_str().expect("found_by");
+    assert!(found_by.starts_with("writes into tee (pid "), "{found_by}");
+    assert!(
+        found_by.ends_with(&format!("which holds {} open for writing", log.display())),
+        "{found_by}"
+    );
+    let workers: Vec<&Value> = t["workers"].as_array().expect("workers").iter().collect();
+    assert_eq!(workers.len(), 2, "{t}");
+}
+
+#[test]
+fn a_trainer_under_a_launcher_is_the_launchers_first_child() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    // `torchrun train.py > train.log`: the launcher holds the log and its child, the rank
+    // process, inherits it. `exec -a` gives the launching shell torchrun's name.
+    let script = r#"exec 3>>"$2"; exec -a torchrun bash -c '"$0" 8 2 3; exit' "$1""#;
+    let fake = FakeTrainer::spawn_wrapped(script, 3, &log);
+    let t = trainer_of(&log);
+    assert_eq!(t["pid"], fake.pid, "{t}");
+    let found_by = t["found_by"].as_str().expect("found_by");
+    assert!(
+        found_by.starts_with("first process under torchrun (pid "),
+        "{found_by}"
+    );
+    let pids: Vec<u64> = t["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .collect();
+    let want: Vec<u64> = fake.workers.iter().map(|&w| u64::from(w)).collect();
+    assert_eq!(pids, want);
 }
 
 #[test]

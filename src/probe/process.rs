@@ -227,6 +227,17 @@ fn read_children(path: &Path) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// The children of every thread of the process in `dir`, in pid order.
+pub fn children(dir: &Path) -> Vec<u32> {
+    let mut all: Vec<u32> = tasks(dir)
+        .iter()
+        .flat_map(|(_, t)| read_children(&t.join("children")))
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 /// The command line, arguments joined by spaces; None for a kernel thread or a zombie.
 pub fn command_line(dir: &Path) -> Option<String> {
     let raw = std::fs::read(dir.join("cmdline")).ok()?;

@@ -55,6 +55,38 @@ pub struct Sampler<'n> {
     ticks: u64,
     /// (gpu index, pid) of the GPUs' compute processes at the last slow reading.
     gpu_processes: Vec<(u32, u32)>,
+    /// When to look for the log's writer again while no trainer is known.
+    discovery: Backoff,
+}
+
+/// Looking for a log's writer reads every process's descriptors: milliseconds on a busy
+/// node. While it finds nothing (the trainer has not started, or writes the log from another
+/// node over NFS) it is tried after 1, 2, 4, ... slow readings, at most this many apart.
+const MAX_DISCOVERY_BACKOFF: u32 = 12;
+
+/// A retry schedule in slow readings: due now, then after 1, 2, 4, ... failures apart.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// Slow readings to skip before the next try.
+    wait: u32,
+    /// The gap after the next failure.
+    step: u32,
+}
+
+impl Backoff {
+    /// Whether to try at this slow reading.
+    fn due(&mut self) -> bool {
+        if self.wait == 0 {
+            return true;
+        }
+        self.wait -= 1;
+        false
+    }
+
+    fn failed(&mut self) {
+        self.wait = self.step;
+        self.step = (self.step * 2).clamp(1, MAX_DISCOVERY_BACKOFF);
+    }
 }
 
 impl<'n> Sampler<'n> {
@@ -74,6 +106,7 @@ impl<'n> Sampler<'n> {
             trainer,
             ticks: 0,
             gpu_processes: Vec::new(),
+            discovery: Backoff::default(),
         }
     }
 
@@ -100,22 +133,42 @@ impl<'n> Sampler<'n> {
         }
         s.host = self.host.read(time);
         if self.trainer.is_none() && slow {
-            let found = trainer::by_log_writer(&self.opts.proc_root, &self.opts.logs)
-                .or_else(|| trainer::by_gpu(&self.gpu_processes));
-            self.trainer = found.map(|f| TreeProbe::new(&self.opts.proc_root, f.pid, f.found_by));
+            self.trainer = self.discover();
         }
         if let Some(t) = &mut self.trainer {
             s.trainer = t.read(time, slow);
-            // A trainer found on its own that has exited is looked for again; one named by
-            // --pid stays named.
+            // A trainer found on its own that has exited is looked for again at once; one
+            // named by --pid stays named.
             if s.trainer.is_none() && self.opts.pid.is_none() {
                 self.trainer = None;
+                self.discovery = Backoff::default();
             }
         }
         if self.opts.gpus.is_none() {
             self.keep_trainer_gpus(&mut s.gpus, s.trainer.as_ref());
         }
         s
+    }
+
+    /// The trainer, looked for among the logs' writers when that is due, else among the GPUs'
+    /// compute processes (already read, so free to check).
+    fn discover(&mut self) -> Option<TreeProbe> {
+        let logs = &self.opts.logs;
+        let by_log = if !logs.is_empty() && self.discovery.due() {
+            let found = trainer::by_log_writer(&self.opts.proc_root, logs);
+            if found.is_none() {
+                self.discovery.failed();
+            }
+            found
+        } else {
+            None
+        };
+        let found = by_log.or_else(|| trainer::by_gpu(&self.gpu_processes))?;
+        Some(TreeProbe::new(
+            &self.opts.proc_root,
+            found.pid,
+            found.found_by,
+        ))
     }
 
     /// With no `--gpus`, once the trainer is known and runs on some GPUs, only those are
@@ -175,6 +228,22 @@ pub fn spawn(opts: SamplerOptions, inbox: Sender<Msg>) -> std::io::Result<JoinHa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn discovery_backs_off_to_a_try_every_twelve_slow_readings() {
+        let mut b = Backoff::default();
+        // Every try fails: the slow readings at which a try is made.
+        let tries: Vec<u32> = (0..80)
+            .filter(|_| {
+                let due = b.due();
+                if due {
+                    b.failed();
+                }
+                due
+            })
+            .collect();
+        assert_eq!(tries, [0, 1, 3, 6, 11, 20, 33, 46, 59, 72]);
+    }
 
     #[test]
     fn the_thread_sends_samples_at_its_interval_and_stops_when_the_inbox_closes() {

@@ -6,9 +6,10 @@
 //! trainer is known.
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::process::parse_stat;
+use super::process::{children, command_line, parse_stat};
 
 /// The trainer and how it was found.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,7 +18,10 @@ pub struct Found {
     pub found_by: String,
 }
 
-/// The root of the processes that hold one of `logs` open for writing.
+/// The trainer behind a log: the root of the processes that hold one of `logs` open for
+/// writing; when that root only copies a pipe into the log (`python train.py | tee
+/// train.log`), the root of the processes whose output or error goes into that pipe; when it is a launcher
+/// (`torchrun train.py > train.log`), its first child, which is local rank 0.
 pub fn by_log_writer(root: &Path, logs: &[PathBuf]) -> Option<Found> {
     let wanted: Vec<(PathBuf, &PathBuf)> = logs
         .iter()
@@ -26,34 +30,72 @@ pub fn by_log_writer(root: &Path, logs: &[PathBuf]) -> Option<Found> {
     if wanted.is_empty() {
         return None;
     }
+    let log_writers = writers(root, Fds::All, |target| {
+        wanted.iter().find(|(p, _)| p == target).map(|(_, l)| *l)
+    });
+    let (pid, log) = root_writer(root, log_writers)?;
+    let mut found = Found {
+        pid,
+        found_by: format!("holds {} open for writing", log.display()),
+    };
+    if let Some(pipe) = stdin_pipe(root, pid) {
+        let feeders = writers(root, Fds::OutAndErr, |target| {
+            (*target == pipe).then_some(())
+        });
+        if let Some((feeder, ())) = root_writer(root, feeders) {
+            let name = comm(root, pid);
+            found = Found {
+                pid: feeder,
+                found_by: format!("writes into {name} (pid {pid}), which {}", found.found_by),
+            };
+        }
+    }
+    Some(through_launchers(root, found))
+}
+
+/// Which descriptors of a process a writer is looked for among.
+#[derive(Clone, Copy)]
+enum Fds {
+    All,
+    /// Standard output and error: what a program in a shell pipeline writes into the pipe.
+    OutAndErr,
+}
+
+/// Every process but steptop that holds a descriptor (of `fds`) open for writing on a target
+/// `matches` accepts, with what it returned.
+fn writers<T>(root: &Path, fds: Fds, matches: impl Fn(&PathBuf) -> Option<T>) -> Vec<(u32, T)> {
     let me = std::process::id();
-    let mut writers: Vec<(u32, &PathBuf)> = Vec::new();
+    let mut found = Vec::new();
     for pid in pids(root).into_iter().filter(|p| *p != me) {
-        let fd_dir = root.join(pid.to_string()).join("fd");
-        let Ok(fds) = std::fs::read_dir(&fd_dir) else {
-            continue;
+        let dir = root.join(pid.to_string());
+        let names: Vec<OsString> = match fds {
+            Fds::All => match std::fs::read_dir(dir.join("fd")) {
+                Ok(entries) => entries.flatten().map(|e| e.file_name()).collect(),
+                Err(_) => continue,
+            },
+            Fds::OutAndErr => vec!["1".into(), "2".into()],
         };
-        for fd in fds.flatten() {
-            let Ok(target) = std::fs::read_link(fd.path()) else {
+        for fd in names {
+            let target = std::fs::read_link(dir.join("fd").join(&fd)).ok();
+            let Some(hit) = target.and_then(|t| matches(&t)) else {
                 continue;
             };
-            let Some((_, log)) = wanted.iter().find(|(p, _)| *p == target) else {
-                continue;
-            };
-            let info = root
-                .join(pid.to_string())
-                .join("fdinfo")
-                .join(fd.file_name());
+            let info = dir.join("fdinfo").join(&fd);
             if opened_for_writing(&std::fs::read_to_string(info).unwrap_or_default()) {
-                writers.push((pid, log));
+                found.push((pid, hit));
                 break;
             }
         }
     }
+    found
+}
+
+/// The writer whose parent does not write (forked workers inherit the handle); the lowest
+/// pid if there are several.
+fn root_writer<T>(root: &Path, writers: Vec<(u32, T)>) -> Option<(u32, T)> {
     let set: HashSet<u32> = writers.iter().map(|w| w.0).collect();
-    // The root: a writer whose parent does not write (forked workers inherit the handle).
     writers
-        .iter()
+        .into_iter()
         .filter(|(pid, _)| {
             let parent = std::fs::read_to_string(root.join(pid.to_string()).join("stat"))
                 .ok()
@@ -62,10 +104,83 @@ pub fn by_log_writer(root: &Path, logs: &[PathBuf]) -> Option<Found> {
             parent.is_none_or(|pp| !set.contains(&pp))
         })
         .min_by_key(|(pid, _)| *pid)
-        .map(|(pid, log)| Found {
-            pid: *pid,
-            found_by: format!("holds {} open for writing", log.display()),
-        })
+}
+
+/// The pipe on the process's standard input, if that is a pipe.
+fn stdin_pipe(root: &Path, pid: u32) -> Option<PathBuf> {
+    let target = std::fs::read_link(root.join(pid.to_string()).join("fd/0")).ok()?;
+    target.to_str()?.starts_with("pipe:").then_some(target)
+}
+
+fn comm(root: &Path, pid: u32) -> String {
+    std::fs::read_to_string(root.join(pid.to_string()).join("comm"))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_else(|_| "a pipe reader".into())
+}
+
+/// Launchers run the training script as child processes, one per local rank, and more than
+/// one launcher may be stacked (deepspeed starts deepspeed.launcher.launch).
+const MAX_STACKED_LAUNCHERS: usize = 4;
+
+/// From a launcher down to its first child (local rank 0 is started first), as often as the
+/// child is a launcher too.
+fn through_launchers(root: &Path, mut found: Found) -> Found {
+    for _ in 0..MAX_STACKED_LAUNCHERS {
+        let dir = root.join(found.pid.to_string());
+        let Some(name) = command_line(&dir).as_deref().and_then(launcher) else {
+            break;
+        };
+        let Some(&first) = children(&dir).first() else {
+            break;
+        };
+        found = Found {
+            pid: first,
+            found_by: format!(
+                "first process under {name} (pid {}), which {}",
+                found.pid, found.found_by
+            ),
+        };
+    }
+    found
+}
+
+/// Programs that start the training script as child processes, by name.
+const LAUNCHER_PROGRAMS: [&str; 3] = ["torchrun", "deepspeed", "accelerate"];
+/// The same, run as `python -m MODULE`.
+const LAUNCHER_MODULES: [&str; 4] = [
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "deepspeed.launcher.launch",
+    "accelerate.commands.launch",
+];
+
+/// The launcher a command line runs, if any: a launcher program, run as itself or as the
+/// script of a Python interpreter (`python3 /venv/bin/torchrun ...`), or a launcher module
+/// (`python -m torch.distributed.run ...`).
+pub fn launcher(command: &str) -> Option<&'static str> {
+    let program_named = |word: &str| {
+        let base = word.rsplit('/').next().unwrap_or(word);
+        LAUNCHER_PROGRAMS.iter().find(|p| **p == base).copied()
+    };
+    let mut words = command.split_whitespace();
+    let program = words.next()?;
+    if let Some(p) = program_named(program) {
+        return Some(p);
+    }
+    if !program.rsplit('/').next()?.starts_with("python") {
+        return None;
+    }
+    // The interpreter's own options come before the script or the module.
+    while let Some(word) = words.next() {
+        if word == "-m" {
+            let module = words.next()?;
+            return LAUNCHER_MODULES.iter().find(|m| **m == module).copied();
+        }
+        if !word.starts_with('-') {
+            return program_named(word);
+        }
+    }
+    None
 }
 
 /// The first compute process of the GPUs, as (gpu index, pid) pairs in index order.
@@ -121,6 +236,29 @@ mod tests {
         let path = dir.path().join("train.log");
         let _f = std::fs::File::create(&path).expect("create");
         assert_eq!(by_log_writer(Path::new("/proc"), &[path]), None);
+    }
+
+    #[test]
+    fn launchers_are_told_by_program_or_module() {
+        assert_eq!(
+            launcher("/usr/bin/python3 /venv/bin/torchrun --nproc_per_node 8 train.py"),
+            Some("torchrun")
+        );
+        assert_eq!(launcher("torchrun train.py"), Some("torchrun"));
+        assert_eq!(
+            launcher("python -u -m torch.distributed.run --nproc_per_node=2 train.py"),
+            Some("torch.distributed.run")
+        );
+        assert_eq!(
+            launcher("python -m deepspeed.launcher.launch --world_info=e30="),
+            Some("deepspeed.launcher.launch")
+        );
+        assert_eq!(launcher("accelerate launch train.py"), Some("accelerate"));
+        // The training script itself, and modules that are not launchers.
+        assert_eq!(launcher("python train.py --launcher torchrun"), None);
+        assert_eq!(launcher("python -m my_project.train"), None);
+        assert_eq!(launcher("python -m"), None);
+        assert_eq!(launcher("/opt/torchrun_helpers/train.py"), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `cargo bench --bench probe_cost`: the CPU time of one sample of the host and a fake trainer
 //! with 50 DataLoader workers (tests/fake/trainer.c), on the fast tier (every second) and the
 //! slow tier (memory from smaps_rollup, every fifth), and the sampler's share of one core at
-//! 1 Hz. CPU time is this thread's own, from /proc/thread-self/schedstat (nanoseconds).
+//! 1 Hz; and the cost of one search for a log's writer (every process's descriptors), which
+//! runs only while no trainer is known, backing off to once a minute. CPU time is this thread's own, from /proc/thread-self/schedstat (nanoseconds).
 //! NVML's calls are not in it: they cost what the driver costs, measured on a real GPU.
 
 #[path = "../support/mod.rs"]
@@ -29,6 +30,46 @@ fn main() {
     // At 1 Hz, four fast samples and one slow one every five seconds.
     let share = (4.0 * fast.0 + slow.0) / 5.0 / 1e6 * 100.0;
     println!("  sampler at 1 Hz (slow tier every 5 s): {share:.3}% of one core");
+    let (scan, processes) = discovery_scan(&trainer);
+    println!(
+        "  search for a log's writer: median {:.0} us CPU over {processes} processes \
+         ({:.4}% of one core at its slowest pace, once a minute)",
+        scan,
+        scan / 60.0 / 1e6 * 100.0
+    );
+}
+
+/// Median CPU microseconds of one search for the writer of a log nobody writes, and the
+/// number of processes it looked at.
+fn discovery_scan(trainer: &support::FakeTrainer) -> (f64, usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    std::fs::write(&log, "").expect("log");
+    let logs = [log];
+    let root = std::path::Path::new("/proc");
+    let mut us: Vec<f64> = (0..20)
+        .map(|_| {
+            let before = thread_cpu_ns();
+            let found = steptop::probe::trainer::by_log_writer(root, &logs);
+            assert!(found.is_none(), "nobody writes this log");
+            (thread_cpu_ns() - before) as f64 / 1000.0
+        })
+        .collect();
+    us.sort_by(f64::total_cmp);
+    let processes = std::fs::read_dir(root)
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .count();
+    assert!(
+        processes > trainer.workers.len(),
+        "the fake trainer's tree is in /proc"
+    );
+    (us[us.len() / 2], processes)
 }
 
 /// Median and p90 CPU microseconds of one sample, slow tier every `slow_every`.

@@ -113,6 +113,22 @@ impl FakeTrainer {
         if let Some(log) = log {
             command.arg(log);
         }
+        Self::start(command, workers)
+    }
+
+    /// Starts the trainer the way `script` (bash) does, with `$1` the trainer's path and `$2`
+    /// `log`: `"$1" 8 2 2 | tee "$2"`. The script must pass the trainer's `ready` line to its
+    /// stdout and `workers` must match the count the script gives.
+    pub fn spawn_wrapped(script: &str, workers: u32, log: &Path) -> Self {
+        let mut command = Command::new("bash");
+        command
+            .args(["-c", script, "fake-trainer-wrapper"])
+            .arg(trainer())
+            .arg(log);
+        Self::start(command, workers)
+    }
+
+    fn start(mut command: Command, workers: u32) -> Self {
         // A piped stdin: the trainer also ends when it reads end of file there, which happens
         // when this process dies without dropping the FakeTrainer.
         let mut child = command
