@@ -43,11 +43,11 @@ pub struct ProbeArgs {
     /// process.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// Also write every reading to FILE as a recording (JSON lines) that `steptop report`
-    /// reads.
+    /// Also write every reading, and every line of the LOGs from their start, to FILE as a
+    /// recording (JSON lines) that `steptop report` reads.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Logs the trainer writes, to find it by.
+    /// Logs the trainer writes: to find it by, and to record with --record.
     #[arg(value_name = "LOG")]
     pub logs: Vec<PathBuf>,
 }

@@ -83,6 +83,8 @@ fn parse_line(feed: &mut Feed, line_no: u64, bytes: &[u8], arrival: Option<f64>)
         stamp,
         info,
         records,
+        text: String::from_utf8_lossy(bytes).into_owned(),
+        arrival,
     }
 }
 

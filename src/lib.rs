@@ -57,18 +57,39 @@ fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
         .map(recording::Recorder::create)
         .transpose()?;
     let (tx, inbox) = std::sync::mpsc::channel();
+    // A recording holds the logs' lines too: they are followed from their start, and every
+    // message is recorded in the order it arrives, as a live monitor would take them.
+    if recorder.is_some() && !args.logs.is_empty() {
+        let inputs = args
+            .logs
+            .iter()
+            .map(|l| source::InputSpec::parse(&l.to_string_lossy()).map_err(Error::Usage))
+            .collect::<Result<Vec<_>, _>>()?;
+        follow::spawn(
+            inputs,
+            source::FollowOptions::default(),
+            std::sync::Arc::default(),
+            std::sync::Arc::default(),
+            tx.clone(),
+        )
+        .map_err(|e| Error::Runtime(format!("cannot start the log reader thread: {e}")))?;
+    }
     probe::spawn(opts, tx)
         .map_err(|e| Error::Runtime(format!("cannot start the sampler thread: {e}")))?;
-    // The first reading only starts the rates; --once prints the second. The sampler thread
-    // ends at its next reading once this inbox is gone.
-    for (n, msg) in inbox.iter().enumerate() {
-        let msg::Msg::Sample(s) = msg else {
-            continue;
-        };
+    // The first reading only starts the rates; --once prints the second. The threads end at
+    // their next message once this inbox is gone.
+    let mut samples = 0;
+    for msg in inbox {
         if let Some(r) = &mut recorder {
-            r.write(&recording::Entry::Sample { sample: s.clone() })?;
+            r.record(&msg)?;
         }
-        if n == 0 {
+        let s = match msg {
+            msg::Msg::Sample(s) => s,
+            msg::Msg::SourceStopped { reason } => return Err(Error::Runtime(reason)),
+            _ => continue,
+        };
+        samples += 1;
+        if samples == 1 {
             continue;
         }
         let mut text = match args.format {

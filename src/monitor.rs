@@ -47,6 +47,7 @@ impl Monitor {
                 stamp,
                 info,
                 records,
+                ..
             } => {
                 let changed = !records.is_empty();
                 self.source(stamp.source)
@@ -120,6 +121,8 @@ mod tests {
                 ..LineInfo::default()
             },
             records,
+            text: format!("line {line}"),
+            arrival: Some(time),
         }
     }
 

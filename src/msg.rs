@@ -13,11 +13,15 @@ pub enum Msg {
     /// A followed file got its index (stable for the run) and its path.
     Opened { source: usize, path: String },
     /// One log line (or `\r` redraw): its stamp, what it said besides records, and its typed
-    /// records (none for a line no format recognised).
+    /// records (none for a line no format recognised); with its text as read (invalid UTF-8
+    /// replaced) for the log pane and recordings, and its arrival time, None for a line that
+    /// was already in the file when steptop started.
     Line {
         stamp: Stamp,
         info: LineInfo,
         records: Vec<Record>,
+        text: String,
+        arrival: Option<f64>,
     },
     /// A followed file's status changed (waiting, following, truncated, rotated, gone).
     Status { source: usize, status: FileStatus },

@@ -1,9 +1,12 @@
 //! Recordings: every input of a run, raw log lines with their file and arrival time and every
-//! hardware sample, as JSON lines, so that a run replays elsewhere exactly (readings
-//! included). Versioned: the first line is a header with `steptop_recording`, the version.
+//! hardware sample, as JSON lines in the order the monitor received them, so that a run
+//! replays elsewhere exactly (readings included). Versioned: the first line is a header with
+//! `steptop_recording`, the version. A line's `t` is null for a line that was already in its
+//! file when steptop started (its time then comes from the log, as it did live).
 //!
 //! ```text
 //! {"kind":"header","steptop_recording":1}
+//! {"kind":"line","t":null,"file":"train.log","text":"step 9/8880 | loss=0.6"}
 //! {"kind":"line","t":1795253385.04,"file":"train.log","text":"step 10/8880 | loss=0.5"}
 //! {"kind":"sample","sample":{"time":1795253385.1,"gpus":[...],"host":{...},...}}
 //! ```
@@ -14,6 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::msg::Msg;
 use crate::probe::Sample;
 
 /// Bumped when an entry changes meaning; a reader refuses versions it does not know.
@@ -23,9 +27,17 @@ pub const RECORDING_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Entry {
-    Header { steptop_recording: u32 },
-    Line { t: f64, file: String, text: String },
-    Sample { sample: Box<Sample> },
+    Header {
+        steptop_recording: u32,
+    },
+    Line {
+        t: Option<f64>,
+        file: String,
+        text: String,
+    },
+    Sample {
+        sample: Box<Sample>,
+    },
 }
 
 /// Writes a recording. Each entry is flushed as it is written, so a run that dies leaves a
@@ -33,6 +45,8 @@ pub enum Entry {
 pub struct Recorder {
     out: BufWriter<std::fs::File>,
     path: String,
+    /// The followed files' paths by source index, from the inbox's `Opened` messages.
+    files: Vec<String>,
 }
 
 impl Recorder {
@@ -44,11 +58,43 @@ impl Recorder {
         let mut r = Recorder {
             out: BufWriter::new(file),
             path: path.display().to_string(),
+            files: Vec::new(),
         };
         r.write(&Entry::Header {
             steptop_recording: RECORDING_VERSION,
         })?;
         Ok(r)
+    }
+
+    /// Records what an inbox message brings in: a log line or a sample. The other messages
+    /// follow from the files themselves.
+    pub fn record(&mut self, msg: &Msg) -> Result<(), Error> {
+        match msg {
+            Msg::Opened { source, path } => {
+                if self.files.len() <= *source {
+                    self.files.resize(*source + 1, String::new());
+                }
+                self.files[*source].clone_from(path);
+                Ok(())
+            }
+            Msg::Line {
+                stamp,
+                text,
+                arrival,
+                ..
+            } => {
+                let file = self.files.get(stamp.source).cloned().unwrap_or_default();
+                self.write(&Entry::Line {
+                    t: *arrival,
+                    file,
+                    text: text.clone(),
+                })
+            }
+            Msg::Sample(sample) => self.write(&Entry::Sample {
+                sample: sample.clone(),
+            }),
+            Msg::Status { .. } | Msg::CaughtUp { .. } | Msg::SourceStopped { .. } => Ok(()),
+        }
     }
 
     pub fn write(&mut self, entry: &Entry) -> Result<(), Error> {
@@ -132,7 +178,7 @@ mod tests {
         };
         let entries = vec![
             Entry::Line {
-                t: 12.0,
+                t: Some(12.0),
                 file: "train.log".into(),
                 text: "step 1/10 | loss=0.5\r".into(),
             },
@@ -148,6 +194,64 @@ mod tests {
         let mut got = Vec::new();
         read(&path, &mut |e| got.push(e)).expect("read");
         assert_eq!(got, entries);
+    }
+
+    #[test]
+    fn inbox_messages_become_lines_of_their_file_and_samples() {
+        use crate::model::Stamp;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let line = |source: usize, text: &str, arrival: Option<f64>| Msg::Line {
+            stamp: Stamp {
+                source,
+                ..Stamp::default()
+            },
+            info: crate::parse::LineInfo::default(),
+            records: Vec::new(),
+            text: text.into(),
+            arrival,
+        };
+        let msgs = [
+            Msg::Opened {
+                source: 1,
+                path: "b.log".into(),
+            },
+            Msg::Opened {
+                source: 0,
+                path: "a.log".into(),
+            },
+            line(1, "history of b", None),
+            Msg::CaughtUp { source: 1 },
+            line(0, "live in a", Some(7.5)),
+            Msg::Sample(Box::new(Sample {
+                time: 8.0,
+                ..Sample::default()
+            })),
+        ];
+        let mut r = Recorder::create(&path).expect("create");
+        for m in &msgs {
+            r.record(m).expect("record");
+        }
+        let mut got = Vec::new();
+        read(&path, &mut |e| got.push(e)).expect("read");
+        let text = |t: Option<f64>, file: &str, text: &str| Entry::Line {
+            t,
+            file: file.into(),
+            text: text.into(),
+        };
+        assert_eq!(
+            got,
+            vec![
+                text(None, "b.log", "history of b"),
+                text(Some(7.5), "a.log", "live in a"),
+                Entry::Sample {
+                    sample: Box::new(Sample {
+                        time: 8.0,
+                        ..Sample::default()
+                    })
+                },
+            ]
+        );
     }
 
     #[test]

@@ -389,6 +389,70 @@ fn with_no_trainer_the_text_says_how_to_name_one() {
 }
 
 #[test]
+fn a_recording_holds_the_logs_lines_history_untimed_and_live_ones_timed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    let rec = dir.path().join("run.jsonl");
+    let step = |n: u32| format!("step {n}/100 | loss=0.5 | 6.0 s/it | data_time=0.1ms\n");
+    std::fs::write(&log, step(1) + &step(2)).expect("log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args([
+            "probe",
+            "--format",
+            "json",
+            "--interval",
+            "20ms",
+            "--record",
+        ])
+        .arg(&rec)
+        .arg(&log)
+        .env("STEPTOP_NVML_LIB", "/nonexistent")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("steptop runs");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut readings = || out.next().expect("a reading").expect("line");
+    readings();
+    // Lines written while steptop runs are live: they carry their arrival time.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("append");
+    std::io::Write::write_all(&mut f, (step(3) + &step(4)).as_bytes()).expect("write");
+    let lines_of = |text: &str| -> Vec<Value> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["kind"] == "line")
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let recorded = loop {
+        readings();
+        let lines = lines_of(&std::fs::read_to_string(&rec).expect("recording"));
+        if lines.len() == 4 || std::time::Instant::now() > deadline {
+            break lines;
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(recorded.len(), 4, "{recorded:?}");
+    for (i, e) in recorded.iter().enumerate() {
+        assert_eq!(e["file"], log.display().to_string());
+        assert_eq!(e["text"], step(i as u32 + 1).trim_end());
+        assert_eq!(e["t"].is_null(), i < 2, "{e}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["report", "--format", "json"])
+        .arg(&rec)
+        .output()
+        .expect("runs");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["steps"]["count"], 4);
+    assert!(r["hardware"]["samples"].as_u64().is_some_and(|n| n >= 2));
+}
+
+#[test]
 fn a_recording_of_readings_and_lines_is_reported_with_its_hardware() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("run.jsonl");

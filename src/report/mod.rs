@@ -72,7 +72,7 @@ fn replay_recording(
                 }
             };
             let line_no = feeds[i].stats.lines + 1;
-            feeds[i].line(line_no, text.as_bytes(), Some(t), &mut |stamp, rec| {
+            feeds[i].line(line_no, text.as_bytes(), t, &mut |stamp, rec| {
                 model.apply(stamp, rec);
             });
         }
