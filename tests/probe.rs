@@ -531,3 +531,51 @@ fn a_recording_of_readings_and_lines_is_reported_with_its_hardware() {
         "{text}"
     );
 }
+
+#[test]
+fn another_users_trainer_is_read_as_far_as_it_can_be_and_the_rest_is_named() {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    // steptop runs as nobody when the tests run as root, else as the tests' own user; the
+    // trainer is any process of another user.
+    let me = std::fs::metadata("/proc/self").expect("/proc/self").uid();
+    let runs_as = if me == 0 { 65534 } else { me };
+    let other = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let owner = e.metadata().ok()?.uid();
+            (owner != runs_as && std::fs::read_to_string(e.path().join("stat")).is_ok())
+                .then_some(pid)
+        })
+        .next()
+        .expect("a process of a user other than the one steptop runs as");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    cmd.args(["probe", "--once", "--format", "json", "--interval", "50ms"])
+        .args(["--pid", &other.to_string()])
+        .env("STEPTOP_NVML_LIB", "/nonexistent");
+    if me == 0 {
+        cmd.uid(runs_as).gid(runs_as);
+    }
+    let out = cmd.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let t = &s["trainer"];
+    // What /proc shows every user is there; its memory is not, and that is said.
+    assert_eq!(t["pid"], other);
+    assert!(t["threads"].as_u64().is_some_and(|n| n >= 1), "{t}");
+    assert_eq!(t["pss_bytes"], Value::Null);
+    assert_eq!(
+        t["unreadable"][0],
+        format!(
+            "the memory of process {other} cannot be read (another user's process): run \
+             steptop as the user who runs the training"
+        ),
+        "{t}"
+    );
+}
