@@ -1,11 +1,13 @@
 //! The config file: strict (unknown keys are errors), kebab-case keys, defaults in one place, and
 //! messages that name the file, the key and the problem.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::diagnose::{DiagnoseConfig, DiagnoseSection};
 use crate::error::Error;
 use crate::model::ModelConfig;
 use crate::parse::user::UserPattern;
@@ -20,6 +22,11 @@ pub struct ConfigFile {
     pub follow: FollowSection,
     #[serde(default)]
     pub pattern: Vec<PatternSection>,
+    #[serde(default)]
+    pub diagnose: DiagnoseSection,
+    /// `[rules.<id>]`: a rule's thresholds and timing, by key.
+    #[serde(default)]
+    pub rules: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 /// `[model]`: the recent window.
@@ -68,6 +75,7 @@ pub struct Config {
     pub model: ModelConfig,
     pub poll_ms: u64,
     pub patterns: Arc<Vec<UserPattern>>,
+    pub diagnose: DiagnoseConfig,
 }
 
 impl Config {
@@ -87,6 +95,7 @@ impl Config {
             },
             poll_ms: FollowSection::default().poll_ms,
             patterns: Arc::default(),
+            diagnose: DiagnoseConfig::default(),
         }
     }
 
@@ -130,12 +139,15 @@ impl Config {
             })?;
             patterns.push(compiled);
         }
+        let diagnose = DiagnoseConfig::check(file.diagnose, &file.rules)
+            .map_err(|(key, msg)| bad(&key, msg))?;
         Ok(Config {
             model: ModelConfig {
                 window_steps: file.model.window_steps,
             },
             poll_ms: file.follow.poll_ms,
             patterns: Arc::new(patterns),
+            diagnose,
         })
     }
 }
@@ -171,5 +183,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("model.window-steps") && e.contains("'1'"), "{e}");
+        let e = Config::parse("[rules.data_loading_bound]\nwarn = -1\n", "r.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("r.toml") && e.contains("rules.data_loading_bound.warn"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rule_knobs_come_from_the_file() {
+        let c = Config::parse(
+            "[diagnose]\nwindow-steps = 50\n[rules.stage_hotspot]\nshare = 0.4\nsustain = 2\n",
+            "r.toml",
+        )
+        .unwrap();
+        assert_eq!(c.diagnose.window_steps, 50);
+        let i = crate::diagnose::rules::RULES
+            .iter()
+            .position(|r| r.id == "stage_hotspot")
+            .unwrap();
+        assert_eq!(c.diagnose.rules[i].get("share"), 0.4);
+        assert_eq!(c.diagnose.rules[i].get("sustain"), 2.0);
     }
 }

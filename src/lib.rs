@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod diagnose;
 pub mod error;
 pub mod feed;
 pub mod follow;

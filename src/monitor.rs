@@ -2,15 +2,20 @@
 //! reads no clock: every message carries its own time, so replaying the same messages gives
 //! the same state.
 
+use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
 use crate::feed::SourceStats;
-use crate::model::{Model, ModelConfig};
+use crate::model::{Model, ModelConfig, Stamp};
 use crate::msg::Msg;
+use crate::parse::record::Record;
+use crate::probe::Sample;
 use crate::source::FileStatus;
 
-/// Everything a live sink shows, built only from messages.
+/// Everything a sink shows, built only from messages: the model and its diagnosis, kept
+/// in step (every record and sample reaches both, in order).
 #[derive(Clone, Debug)]
 pub struct Monitor {
     pub model: Model,
+    pub diagnosis: Diagnosis,
     pub sources: Vec<SourceView>,
     /// Why the source thread stopped, if it did.
     pub stopped: Option<String>,
@@ -28,9 +33,10 @@ pub struct SourceView {
 }
 
 impl Monitor {
-    pub fn new(cfg: ModelConfig) -> Self {
+    pub fn new(cfg: ModelConfig, diagnose: DiagnoseConfig) -> Self {
         Monitor {
             model: Model::new(cfg),
+            diagnosis: Diagnosis::new(diagnose),
             sources: Vec::new(),
             stopped: None,
         }
@@ -54,7 +60,7 @@ impl Monitor {
                     .stats
                     .count(stamp.line, &info, records.len());
                 for rec in records {
-                    self.model.apply(&stamp, rec);
+                    self.record(&stamp, rec);
                 }
                 changed
             }
@@ -67,7 +73,7 @@ impl Monitor {
                 true
             }
             Msg::Sample(sample) => {
-                self.model.apply_sample(*sample);
+                self.sample(*sample);
                 true
             }
             Msg::SourceStopped { reason } => {
@@ -75,6 +81,22 @@ impl Monitor {
                 true
             }
         }
+    }
+
+    /// One record into the model, then the rules it concerns.
+    pub fn record(&mut self, stamp: &Stamp, rec: Record) {
+        let trigger = Trigger::of(&rec);
+        self.model.apply(stamp, rec);
+        if let Some(t) = trigger {
+            self.diagnosis.after(&self.model, t);
+        }
+    }
+
+    /// One hardware sample into the model, then the hardware rules.
+    pub fn sample(&mut self, sample: Sample) {
+        let time = sample.time;
+        self.model.apply_sample(sample);
+        self.diagnosis.after(&self.model, Trigger::Sample(time));
     }
 
     /// True once every file known so far has had its history read.
@@ -128,7 +150,7 @@ mod tests {
 
     #[test]
     fn lines_reach_the_model_and_the_source_counts() {
-        let mut m = Monitor::new(ModelConfig::default());
+        let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
         assert!(m.apply(Msg::Opened {
             source: 1,
             path: "b.log".into()
@@ -152,7 +174,7 @@ mod tests {
     fn the_same_messages_give_the_same_state() {
         let msgs: Vec<Msg> = (1..50).map(|i| line(0, i, i as f64, Some(i))).collect();
         let run = |msgs: &[Msg]| {
-            let mut m = Monitor::new(ModelConfig::default());
+            let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
             for msg in msgs {
                 m.apply(msg.clone());
             }

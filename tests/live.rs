@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use steptop::diagnose::DiagnoseConfig;
 use steptop::model::ModelConfig;
 use steptop::monitor::Monitor;
 use steptop::msg::Msg;
@@ -44,7 +45,7 @@ fn history_then_appended_steps_reach_the_model() {
         tx,
     )
     .unwrap();
-    let mut m = Monitor::new(ModelConfig::default());
+    let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     until(&mut m, &inbox, "the history", Monitor::caught_up);
     assert_eq!(m.model.merged.last_step, Some(1));
     assert_eq!(m.sources[0].status, Some(FileStatus::Following));
@@ -90,7 +91,7 @@ fn a_follower_that_cannot_start_says_why() {
         tx,
     )
     .unwrap();
-    let mut m = Monitor::new(ModelConfig::default());
+    let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     until(&mut m, &inbox, "the stop reason", |m| m.stopped.is_some());
     assert!(m.stopped.as_deref().unwrap().contains("no input files"));
     source.join().unwrap();

@@ -2,15 +2,21 @@
 //! statistics per GPU and for the host and trainer (what a report of a recording shows), and
 //! the moments a GPU fell off the bus or came back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::window::RunStats;
 use crate::probe::Sample;
 
-/// What the samples said, kept bounded: statistics, not every reading.
+/// Samples kept for the diagnosis's time windows: the last ten minutes, at most this many.
+const RECENT_SAMPLES: usize = 600;
+const RECENT_SECONDS: f64 = 600.0;
+
+/// What the samples said, kept bounded: statistics, and the last minutes of readings.
 #[derive(Clone, Debug, Default)]
 pub struct Hardware {
     pub latest: Option<Sample>,
+    /// The readings of the last minutes, oldest first (the latest is also `latest`).
+    pub recent: VecDeque<Sample>,
     pub samples: u64,
     pub gpus: BTreeMap<u32, GpuStats>,
     pub host_cpu_pct: RunStats,
@@ -74,6 +80,16 @@ impl Hardware {
             push(&mut self.busiest_thread_cpu_pct, t.busiest_thread_cpu_pct);
             push(&mut self.workers, Some(t.workers.len() as f64));
         }
+        let now = s.time;
+        while self.recent.len() >= RECENT_SAMPLES
+            || self
+                .recent
+                .front()
+                .is_some_and(|f| f.time < now - RECENT_SECONDS)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(s.clone());
         self.latest = Some(s);
         changes
     }

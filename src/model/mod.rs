@@ -1,17 +1,19 @@
 //! The metrics model: every record, stamped with its time, folded into bounded state. No I/O and
 //! no clock of its own, so the same records always give the same model.
 
+pub mod batch;
 pub mod cache;
 pub mod hardware;
 pub mod run;
 pub mod stages;
 pub mod window;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::parse::record::{
     ConfigFact, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
 };
+use batch::Batches;
 use cache::CacheState;
 use hardware::{GpuChange, Hardware};
 use run::RankState;
@@ -65,6 +67,8 @@ pub struct EventEntry {
 
 /// Events kept in full; later ones are only counted, so memory stays bounded.
 const EVENTS_KEPT: usize = 200;
+/// The latest events kept with the step they came at, for rules that count recent ones.
+const RECENT_EVENTS: usize = 64;
 
 /// Everything steptop knows about the run.
 #[derive(Clone, Debug)]
@@ -78,6 +82,9 @@ pub struct Model {
     pub host_mem: Option<HostMemRecord>,
     pub events: Vec<EventEntry>,
     pub event_counts: BTreeMap<EventKind, u64>,
+    /// The latest events, oldest first, each with the last step seen when it came.
+    pub recent_events: VecDeque<(EventKind, Option<u64>)>,
+    pub batches: Batches,
     pub facts: Facts,
     pub summary: SummaryRecord,
     pub last_time: Option<f64>,
@@ -128,6 +135,8 @@ impl Model {
             host_mem: None,
             events: Vec::new(),
             event_counts: BTreeMap::new(),
+            recent_events: VecDeque::new(),
+            batches: Batches::default(),
             facts: Facts::default(),
             summary: SummaryRecord::default(),
             last_time: None,
@@ -148,6 +157,10 @@ impl Model {
             Record::HostMem(m) => self.host_mem = Some(m),
             Record::Event { kind, text } => {
                 *self.event_counts.entry(kind).or_default() += 1;
+                if self.recent_events.len() == RECENT_EVENTS {
+                    self.recent_events.pop_front();
+                }
+                self.recent_events.push_back((kind, self.merged.last_step));
                 if self.events.len() < EVENTS_KEPT {
                     self.events.push(EventEntry {
                         kind,
@@ -199,6 +212,12 @@ impl Model {
         }
         rank.push(&d, stamp.time);
         self.merged.push(&d, stamp.time);
+        if let Some(b) = d.batch_size.or(self.facts.batch_size.map(f64::from)) {
+            let it = d
+                .iters_per_s
+                .or(d.step_time_ms.filter(|ms| *ms > 0.0).map(|ms| 1000.0 / ms));
+            self.batches.push(b, d.step, it, d.samples_per_s);
+        }
         if let Some(step_ms) = d.step_time_ms {
             let facts = StepFacts {
                 time: stamp.time,
@@ -212,6 +231,31 @@ impl Model {
     /// Call at the end of input: closes a timing block that had no total line.
     pub fn finish(&mut self) {
         self.stages.close();
+    }
+
+    /// Steps since the latest event of one of `kinds`, and that event's step; None if there
+    /// was none among the recent events.
+    pub fn steps_since(&self, kinds: &[EventKind]) -> Option<u64> {
+        let (_, at) = self
+            .recent_events
+            .iter()
+            .rev()
+            .find(|(k, _)| kinds.contains(k))?;
+        Some(
+            self.merged
+                .last_step
+                .zip(*at)
+                .map_or(0, |(now, at)| now.saturating_sub(at)),
+        )
+    }
+
+    /// Events of `kind` within the last `steps` steps (among the recent events).
+    pub fn recent_count(&self, kind: EventKind, steps: u64) -> usize {
+        let now = self.merged.last_step.unwrap_or(0);
+        self.recent_events
+            .iter()
+            .filter(|(k, at)| *k == kind && at.is_none_or(|a| now.saturating_sub(a) <= steps))
+            .count()
     }
 
     /// Mean unlogged time per step: from steps matched with their timing block, else from the

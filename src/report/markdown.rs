@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::Report;
 use super::text::{duration, ms, num, pct};
+use crate::diagnose::checklist::Status;
 
 /// GitHub-flavoured markdown tables.
 pub fn render(r: &Report) -> String {
@@ -16,7 +17,40 @@ pub fn render(r: &Report) -> String {
         }
         o.push(')');
     }
-    o.push_str("\n\n### Where a step's time goes\n\n");
+    o.push_str("\n\n");
+    match &r.verdict {
+        Some(v) => {
+            let _ = writeln!(
+                o,
+                "**Verdict ({}):** {}\n",
+                v.severity.name(),
+                escape(&v.title)
+            );
+        }
+        None => o.push_str("**Verdict:** no alert is active.\n\n"),
+    }
+    if !r.alerts.is_empty() {
+        o.push_str("### Alerts\n\n| rule | severity | steps | title | evidence | first action |\n|---|---|---|---|---|---|\n");
+        for a in &r.alerts {
+            let steps = match (a.first_step, a.cleared_step) {
+                (Some(f), Some(c)) => format!("{f}..{c}"),
+                (Some(f), None) => format!("{f}.. (active)"),
+                _ => "-".into(),
+            };
+            let evidence: Vec<String> = a.evidence.iter().map(|e| escape(e)).collect();
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {steps} | {} | {} | {} |",
+                a.rule,
+                a.severity.name(),
+                escape(&a.title),
+                evidence.join("<br>"),
+                a.actions.first().map_or(String::new(), |x| escape(x))
+            );
+        }
+        o.push('\n');
+    }
+    o.push_str("### Where a step's time goes\n\n");
     match r.step_time_ms {
         Some(step) => {
             let _ = writeln!(
@@ -106,6 +140,20 @@ pub fn render(r: &Report) -> String {
             s.lines,
             s.records,
             s.unparsed
+        );
+    }
+    o.push_str("\n### Checklist\n\n| check | status | value |\n|---|---|---|\n");
+    for c in &r.checklist {
+        let status = match c.status {
+            Status::Pass => "pass",
+            Status::Fail => "**fail**",
+            Status::Unknown => "unknown",
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {status} | {} |",
+            escape(c.label),
+            escape(c.value.as_deref().unwrap_or("-"))
         );
     }
     o

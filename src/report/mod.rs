@@ -10,12 +10,15 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::diagnose::checklist::{self, Item};
+use crate::diagnose::{Alert, Diagnosis};
 use crate::error::Error;
 use crate::feed::Feed;
 use crate::ingest;
 use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
+use crate::monitor::Monitor;
 use crate::parse::record::SummaryRecord;
 use crate::recording;
 
@@ -25,15 +28,16 @@ pub use text::render as render_text;
 /// Bumped on any change a consumer of the JSON would notice.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// The files read and the model they built.
+/// The files read, the model they built and its diagnosis.
 pub struct Analysis {
     pub model: Model,
+    pub diagnosis: Diagnosis,
     pub feeds: Vec<Feed>,
 }
 
-/// Reads every file whole, in the order given, into one model.
+/// Reads every file whole, in the order given, into one model and its diagnosis.
 pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
-    let mut model = Model::new(cfg.model);
+    let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
     let mut feeds = Vec::with_capacity(paths.len());
     for path in paths {
         if recording::is_recording(path) {
@@ -45,12 +49,16 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
             &path.display().to_string(),
             cfg.patterns.clone(),
         );
-        ingest::read_file(path, &mut feed, &mut |stamp, rec| model.apply(stamp, rec))
+        ingest::read_file(path, &mut feed, &mut |stamp, rec| model.record(stamp, rec))
             .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);
     }
-    model.finish();
-    Ok(Analysis { model, feeds })
+    model.model.finish();
+    Ok(Analysis {
+        model: model.model,
+        diagnosis: model.diagnosis,
+        feeds,
+    })
 }
 
 /// A recording's lines through one feed per recorded file (at their recorded arrival times),
@@ -58,7 +66,7 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
 fn replay_recording(
     path: &std::path::Path,
     cfg: &Config,
-    model: &mut Model,
+    model: &mut Monitor,
     feeds: &mut Vec<Feed>,
 ) -> Result<(), Error> {
     let first = feeds.len();
@@ -73,10 +81,10 @@ fn replay_recording(
             };
             let line_no = feeds[i].stats.lines + 1;
             feeds[i].line(line_no, text.as_bytes(), t, &mut |stamp, rec| {
-                model.apply(stamp, rec);
+                model.record(stamp, rec);
             });
         }
-        recording::Entry::Sample { sample } => model.apply_sample(*sample),
+        recording::Entry::Sample { sample } => model.sample(*sample),
         recording::Entry::Header { .. } => {}
     })
 }
@@ -105,7 +113,11 @@ pub struct Report {
     pub host_memory: Option<HostMemOut>,
     pub events: Vec<EventOut>,
     pub event_counts: Vec<EventCount>,
-    pub alerts: Vec<serde_json::Value>,
+    /// The one active alert to fix first; null when none is active.
+    pub verdict: Option<Alert>,
+    /// Every alert raised, in order, with its first and last step and its clear time.
+    pub alerts: Vec<Alert>,
+    pub checklist: Vec<Item>,
     /// What the hardware samples of a recording said; null for plain logs.
     pub hardware: Option<HardwareOut>,
 }
@@ -378,7 +390,9 @@ impl Report {
                     count: *n,
                 })
                 .collect(),
-            alerts: Vec::new(),
+            verdict: a.diagnosis.verdict().cloned(),
+            alerts: a.diagnosis.alerts.clone(),
+            checklist: checklist::evaluate(m, &a.diagnosis),
             hardware: hardware(m),
         }
     }

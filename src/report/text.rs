@@ -3,6 +3,9 @@
 use std::fmt::Write;
 
 use super::Report;
+use super::probe::words;
+use crate::diagnose::Alert;
+use crate::diagnose::checklist::Status;
 
 /// Plain text, at most 80 columns, no escape sequences.
 pub fn render(r: &Report) -> String {
@@ -22,6 +25,7 @@ pub fn render(r: &Report) -> String {
         o.push(')');
     }
     o.push('\n');
+    verdict(r, &mut o);
     breakdown(r, &mut o);
     stages(r, &mut o);
     o.push('\n');
@@ -50,6 +54,7 @@ pub fn render(r: &Report) -> String {
     }
     hardware(r, &mut o);
     events(r, &mut o);
+    checklist(r, &mut o);
     o.push_str("\nsources\n");
     for s in &r.sources {
         let _ = writeln!(
@@ -64,6 +69,70 @@ pub fn render(r: &Report) -> String {
         );
     }
     o
+}
+
+/// What limits the run first, then every alert: active ones with their evidence and first
+/// action, cleared ones on a line each.
+fn verdict(r: &Report, o: &mut String) {
+    match &r.verdict {
+        Some(v) => {
+            let head = format!("\nverdict       {} ", v.severity.name());
+            words(o, &head, 14, &v.title);
+            if let Some(g) = v.gain.filter(|g| *g > 0.0) {
+                words(
+                    o,
+                    "              ",
+                    14,
+                    &format!("fixing it could make steps up to {} faster", pct(g)),
+                );
+            }
+        }
+        None => o.push_str("\nverdict       no alert is active\n"),
+    }
+    let active: Vec<&Alert> = r.alerts.iter().filter(|a| a.active()).collect();
+    let cleared: Vec<&Alert> = r.alerts.iter().filter(|a| !a.active()).collect();
+    if r.alerts.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nalerts ({} active, {} cleared)",
+        active.len(),
+        cleared.len()
+    );
+    for a in active {
+        let since = a
+            .first_step
+            .map_or(String::new(), |s| format!(", since step {s}"));
+        let head = format!("  {:<5} {}{since}: ", a.severity.name(), a.rule);
+        words(o, &head, 8, &a.title);
+        for e in &a.evidence {
+            words(o, "        ", 8, e);
+        }
+        if let Some(act) = a.actions.first() {
+            words(o, "        -> ", 11, act);
+        }
+    }
+    for a in cleared {
+        let span = match (a.first_step, a.cleared_step) {
+            (Some(f), Some(c)) => format!(" (steps {f} to {c})"),
+            _ => String::new(),
+        };
+        words(o, &format!("  clear {}{span}: ", a.rule), 8, &a.title);
+    }
+}
+
+fn checklist(r: &Report, o: &mut String) {
+    o.push_str("\nchecklist\n");
+    for c in &r.checklist {
+        let status = match c.status {
+            Status::Pass => "pass",
+            Status::Fail => "FAIL",
+            Status::Unknown => "  - ",
+        };
+        let value = c.value.as_deref().unwrap_or("no reading");
+        words(o, &format!("  {status}  {:<38} ", c.label), 47, value);
+    }
 }
 
 fn breakdown(r: &Report, o: &mut String) {

@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use steptop::diagnose::DiagnoseConfig;
 use steptop::model::ModelConfig;
 use steptop::monitor::Monitor;
 use steptop::source::{FollowOptions, InputSpec};
@@ -89,7 +90,7 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
     let monitor = {
         let (arrived, ready) = (Arc::clone(&arrived), Arc::clone(&ready));
         thread::spawn(move || {
-            let mut m = Monitor::new(ModelConfig::default());
+            let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
             let mut seen = 0;
             // Ends when the source thread ends and drops its sender.
             for msg in inbox {

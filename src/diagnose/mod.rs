@@ -1,0 +1,131 @@
+//! Diagnosis: rules that read the model (what the logs said and what the hardware samples
+//! said) and name what limits the run, with the evidence, the estimated gain and the fix.
+//! `engine` gives each rule its hysteresis; `rules/` holds one file per family of rules;
+//! `view` computes the signals they share; `checklist` is the users' own health list.
+//! Nothing here reads a clock or a file: the same model gives the same alerts.
+
+pub mod checklist;
+mod engine;
+pub mod params;
+pub mod rules;
+pub mod view;
+
+use serde::Serialize;
+
+pub use engine::{Diagnosis, Trigger};
+pub use params::{DiagnoseConfig, DiagnoseSection};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warn,
+    Crit,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Crit => "crit",
+        }
+    }
+}
+
+/// What a rule sees now. `enter`: the symptom is there, at this severity. `stay`: the relaxed
+/// exit condition still holds (an active alert stays); true whenever `enter` is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Finding {
+    pub enter: Option<Severity>,
+    pub stay: bool,
+    pub title: String,
+    /// The measured symptoms, with numbers and units.
+    pub evidence: Vec<String>,
+    /// The share of step time that fixing this would win (0.23: steps 23% faster), when it
+    /// can be estimated.
+    pub gain: Option<f64>,
+    /// What to change, in the user's terms, most useful first.
+    pub actions: Vec<String>,
+}
+
+impl Finding {
+    /// A finding whose symptom is there at `severity`.
+    pub fn enter(severity: Severity, title: String) -> Finding {
+        Finding {
+            enter: Some(severity),
+            stay: true,
+            title,
+            ..Finding::default()
+        }
+    }
+
+    /// A finding whose symptom is gone but whose relaxed exit condition holds: an active
+    /// alert stays, a new one is not raised.
+    pub fn stay(title: String) -> Finding {
+        Finding {
+            enter: None,
+            stay: true,
+            title,
+            ..Finding::default()
+        }
+    }
+
+    pub fn why(mut self, evidence: impl Into<String>) -> Finding {
+        self.evidence.push(evidence.into());
+        self
+    }
+
+    pub fn gain(mut self, share: f64) -> Finding {
+        self.gain = share.is_finite().then_some(share.clamp(0.0, 1.0));
+        self
+    }
+
+    pub fn act(mut self, action: impl Into<String>) -> Finding {
+        self.actions.push(action.into());
+        self
+    }
+}
+
+/// An alert: one raise of a rule, until it clears.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Alert {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub gain: Option<f64>,
+    pub actions: Vec<String>,
+    pub first_step: Option<u64>,
+    pub first_time: f64,
+    /// The last step at which the symptom was seen.
+    pub last_step: Option<u64>,
+    pub cleared_step: Option<u64>,
+    pub cleared_time: Option<f64>,
+}
+
+impl Alert {
+    pub fn active(&self) -> bool {
+        self.cleared_time.is_none()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Raised,
+    Escalated,
+    Cleared,
+}
+
+/// One change of an alert, as headless output prints it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    pub time: f64,
+    pub step: Option<u64>,
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub change: ChangeKind,
+    /// Index of the alert in `Diagnosis::alerts`.
+    pub alert: usize,
+}

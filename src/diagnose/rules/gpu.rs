@@ -1,0 +1,359 @@
+//! What the GPUs say: starved by the host, idle for no known reason, busy (the compute is the
+//! limit), held down by their clocks, short of memory or with memory to spare.
+
+use super::{Rule, View, gib, grade, graded, p, pct};
+use crate::diagnose::params::{Basis, Knobs};
+use crate::diagnose::{Finding, Severity};
+
+pub const GPU_STARVED: Rule = Rule {
+    id: "gpu_starved",
+    basis: Basis::Seconds,
+    summary: "not data bound, yet the GPU draws a small share of its power limit while the trainer's main thread is at 100%",
+    params: &[
+        p(
+            "power-share",
+            0.30,
+            "power draw over the enforced limit under which the GPU counts as starved",
+        ),
+        p(
+            "sm-active-pct",
+            30.0,
+            "GPM SM activity % under which the GPU counts as starved",
+        ),
+        p(
+            "main-thread-pct",
+            90.0,
+            "busiest trainer thread CPU % that counts as a busy main thread",
+        ),
+        p(
+            "data-share",
+            0.10,
+            "data_time share at or above which the step counts as data bound instead",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: gpu_starved,
+};
+
+fn gpu_starved(v: &View, k: &Knobs) -> Option<Finding> {
+    let power = v.gpu_power_share();
+    let sm = v.gpu_mean(|g| g.sm_active_pct);
+    let low = power.is_some_and(|p| p < k.get("power-share"))
+        || sm.is_some_and(|s| s < k.get("sm-active-pct"));
+    let thread = v.trainer_mean(|t| t.busiest_thread_cpu_pct)?;
+    let data = v.data_share();
+    if !low || thread < k.get("main-thread-pct") || data.is_some_and(|d| d >= k.get("data-share")) {
+        return None;
+    }
+    let mut f = Finding::enter(
+        Severity::Warn,
+        "the GPU waits on the training process's Python thread".into(),
+    );
+    if let Some(pw) = power {
+        let watts = v.gpu_mean(|g| g.power_w).unwrap_or(0.0);
+        let limit = v.gpu_mean(|g| g.power_limit_w).unwrap_or(0.0);
+        f = f.why(format!(
+            "the GPU draws {watts:.0} W of its {limit:.0} W limit ({})",
+            pct(pw)
+        ));
+    }
+    if let Some(s) = sm {
+        f = f.why(format!("SM activity {s:.0}%"));
+    }
+    f = f.why(format!(
+        "the trainer's busiest thread is at {thread:.0}% of a core"
+    ));
+    if let Some(d) = data {
+        f = f.why(format!("data loading takes only {} of each step", pct(d)));
+    }
+    if let Some(util) = v.gpu_util() {
+        f = f.gain(1.0 - util / 100.0);
+    }
+    Some(
+        f.act("find the host work in the step: .item(), .cpu() or print of tensors force a sync each step")
+            .act("replace Python loops over tensors with batched tensor operations")
+            .act("torch.compile (or CUDA graphs) for many tiny kernels; a larger batch per GPU")
+            .act("torch.backends.cudnn.benchmark=True for fixed input shapes"),
+    )
+}
+
+pub const LOW_GPU_UTIL: Rule = Rule {
+    id: "low_gpu_util",
+    basis: Basis::Seconds,
+    summary: "low or fluctuating GPU utilization that no specific rule explains",
+    params: &[
+        p(
+            "warn",
+            50.0,
+            "mean GPU utilization % under which the rule warns",
+        ),
+        p(
+            "exit",
+            60.0,
+            "mean GPU utilization % above which an active alert clears",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[
+        "data_loading_bound",
+        "loader_workers_starved",
+        "input_cpu_saturated",
+        "gpu_starved",
+        "crash_event",
+    ],
+    check: low_gpu_util,
+};
+
+fn low_gpu_util(v: &View, k: &Knobs) -> Option<Finding> {
+    let util = v.gpu_util()?;
+    let level = grade(-util, -k.get("warn"), f64::INFINITY, -k.get("exit"))?;
+    let title = format!("the GPUs are busy only {util:.0}% of the time");
+    let mut f = graded(level, title).why(format!(
+        "mean GPU utilization {util:.0}% over the last {:.0} s",
+        v.cfg.window_seconds
+    ));
+    if let Some(swing) = v.gpu_util_swing() {
+        f = f.why(format!("utilization ranges over {swing:.0} points"));
+    }
+    Some(
+        f.gain(1.0 - util / 100.0)
+            .act("profile a few steps (torch.profiler) to see what the GPU waits for")
+            .act("log data_time per step so that steptop can tell input stalls from the rest"),
+    )
+}
+
+pub const COMPUTE_BOUND: Rule = Rule {
+    id: "compute_bound",
+    basis: Basis::Steps,
+    summary: "the GPU is the limit: data loading takes almost nothing and the GPU (when read) is busy",
+    params: &[
+        p(
+            "data-share",
+            0.02,
+            "data_time share at or under which input is not the limit",
+        ),
+        p(
+            "exit-data-share",
+            0.04,
+            "data_time share above which an active alert clears",
+        ),
+        p(
+            "gpu-util",
+            85.0,
+            "mean GPU utilization % that counts as busy, when GPUs are read",
+        ),
+    ],
+    detail: false,
+    hidden_by: &["gpu_starved", "crash_event"],
+    check: compute_bound,
+};
+
+fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
+    let share = v.data_share()?;
+    let step = v.step_ms()?.mean;
+    let util = v.gpu_util();
+    if util.is_some_and(|u| u < k.get("gpu-util")) {
+        return None;
+    }
+    let title = format!(
+        "the GPU is the limit: data loading takes {:.1}% of each step",
+        share * 100.0
+    );
+    let mut f = if share <= k.get("data-share") {
+        Finding::enter(Severity::Info, title)
+    } else if share <= k.get("exit-data-share") {
+        Finding::stay(title)
+    } else {
+        return None;
+    };
+    f = f.why(format!(
+        "data_time {:.2} ms of a {step:.0} ms step",
+        v.data_ms().unwrap_or(0.0)
+    ));
+    f = match util {
+        Some(u) => f.why(format!("GPU utilization {u:.0}%")),
+        None => f.why("no GPU readings: judged from the log alone"),
+    };
+    let facts = &v.m.facts;
+    if facts.amp_dtype.is_none() {
+        f = f.act("bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))");
+    }
+    if facts.gradient_checkpointing == Some(true) {
+        f = f.act("checkpoint fewer layers: recomputation costs a forward pass per step");
+    }
+    Some(
+        f.act("TF32 matmuls: torch.backends.cuda.matmul.allow_tf32=True")
+            .act("torch.compile the model")
+            .act("more data loader work will not help: the input is not the limit"),
+    )
+}
+
+pub const GPU_THROTTLING: Rule = Rule {
+    id: "gpu_throttling",
+    basis: Basis::Seconds,
+    summary: "thermal, power-brake or hardware slowdown, or the SM clock well under its max while busy",
+    params: &[
+        p(
+            "share",
+            0.5,
+            "share of readings with a slowdown reason that warns",
+        ),
+        p(
+            "clock-share",
+            0.8,
+            "SM clock over its max under which a busy GPU counts as held down",
+        ),
+        p(
+            "busy-pct",
+            50.0,
+            "GPU utilization % from which the clock is judged",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: gpu_throttling,
+};
+
+/// Clocks-event reasons that mean the GPU is slowed by heat or by its power delivery.
+/// (The software power cap is left out: a busy GPU runs at its cap by design.)
+const SLOWDOWNS: [&str; 4] = [
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "hw_slowdown",
+];
+
+fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
+    let readings: Vec<&crate::probe::GpuReading> = v
+        .samples()
+        .flat_map(|s| s.gpus.iter())
+        .filter(|g| g.failed.is_none())
+        .collect();
+    if readings.is_empty() {
+        return None;
+    }
+    let slowed: Vec<&str> = SLOWDOWNS
+        .iter()
+        .copied()
+        .filter(|r| {
+            readings.iter().any(|g| {
+                g.throttle
+                    .as_ref()
+                    .is_some_and(|t| t.iter().any(|x| x == r))
+            })
+        })
+        .collect();
+    let share = readings
+        .iter()
+        .filter(|g| {
+            g.throttle
+                .as_ref()
+                .is_some_and(|t| t.iter().any(|x| SLOWDOWNS.contains(&x.as_str())))
+        })
+        .count() as f64
+        / readings.len() as f64;
+    let busy: Vec<f64> = readings
+        .iter()
+        .filter(|g| {
+            g.util_pct
+                .is_some_and(|u| f64::from(u) >= k.get("busy-pct"))
+        })
+        .filter_map(|g| Some(f64::from(g.sm_clock_mhz?) / f64::from(g.sm_clock_max_mhz?)))
+        .collect();
+    let clock = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
+    let held = clock.is_some_and(|c| c < k.get("clock-share"));
+    if share < k.get("share") && !held {
+        return None;
+    }
+    let mut f = Finding::enter(Severity::Warn, "the GPU clocks are held down".into());
+    if !slowed.is_empty() {
+        f = f.why(format!(
+            "{} in {} of readings",
+            slowed.join(", "),
+            pct(share)
+        ));
+    }
+    if let Some(c) = clock {
+        f = f.why(format!("SM clock at {} of its max while busy", pct(c)));
+    }
+    if let Some(t) = v.gpu_mean(|g| g.temp_c.map(f64::from)) {
+        f = f.why(format!("temperature {t:.0} C"));
+    }
+    Some(
+        f.gain(clock.map_or(0.0, |c| 1.0 - c))
+            .act("check cooling and airflow (fans, inlet temperature, dust)")
+            .act("check the power limit: nvidia-smi -q -d POWER,PERFORMANCE"),
+    )
+}
+
+pub const GPU_MEMORY_PRESSURE: Rule = Rule {
+    id: "gpu_memory_pressure",
+    basis: Basis::Seconds,
+    summary: "GPU memory near its limit",
+    params: &[
+        p("warn", 0.95, "share of GPU memory used that warns"),
+        p("crit", 0.98, "share of GPU memory used that is critical"),
+        p("exit", 0.92, "share under which an active alert clears"),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: gpu_memory_pressure,
+};
+
+fn memory_share(g: &crate::probe::GpuReading) -> Option<f64> {
+    Some(g.mem_used_bytes? as f64 / g.mem_total_bytes.filter(|t| *t > 0)? as f64)
+}
+
+fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
+    let latest = v.latest()?;
+    let (g, share) = latest
+        .gpus
+        .iter()
+        .filter_map(|g| Some((g, memory_share(g)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
+    let title = format!("GPU {} memory is {} full", g.index, pct(share));
+    Some(
+        graded(level, title)
+            .why(format!(
+                "{} of {} used",
+                gib(g.mem_used_bytes.unwrap_or(0) as f64),
+                gib(g.mem_total_bytes.unwrap_or(0) as f64)
+            ))
+            .act("a smaller batch with gradient accumulation, or activation checkpointing")
+            .act("bf16 autocast halves activation memory")
+            .act("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"),
+    )
+}
+
+pub const GPU_MEMORY_UNDERUSED: Rule = Rule {
+    id: "gpu_memory_underused",
+    basis: Basis::Seconds,
+    summary: "a small share of GPU memory used while the GPU is starved: room for a larger batch",
+    params: &[p(
+        "share",
+        0.30,
+        "share of GPU memory used under which it counts as underused",
+    )],
+    detail: true,
+    hidden_by: &[],
+    check: gpu_memory_underused,
+};
+
+fn gpu_memory_underused(v: &View, k: &Knobs) -> Option<Finding> {
+    let starved = v.diagnosis.is_active("gpu_starved") || v.diagnosis.is_active("low_gpu_util");
+    let share = v.gpu_mean(memory_share)?;
+    if !starved || share >= k.get("share") {
+        return None;
+    }
+    Some(
+        Finding::enter(
+            Severity::Info,
+            format!("the GPUs use only {} of their memory", pct(share)),
+        )
+        .why(format!("mean GPU memory use {}", pct(share)))
+        .why("the GPU is starved: a larger batch gives it more work per step")
+        .act("raise the batch size (scale the learning rate with it)"),
+    )
+}

@@ -1,0 +1,233 @@
+//! The input pipeline: data loading share of the step, its causes (too few workers, saturated
+//! CPUs), and the sample cache.
+
+use super::{Rule, View, grade, graded, p, pct};
+use crate::diagnose::params::{Basis, Knobs};
+use crate::diagnose::{Finding, Severity};
+
+pub const DATA_LOADING_BOUND: Rule = Rule {
+    id: "data_loading_bound",
+    basis: Basis::Steps,
+    summary: "the step waits for data: data_time is a large share of step time",
+    params: &[
+        p("warn", 0.10, "data_time share of step time that warns"),
+        p(
+            "crit",
+            0.20,
+            "data_time share of step time that is critical",
+        ),
+        p("exit", 0.07, "share under which an active alert clears"),
+        p(
+            "floor-ms",
+            1.0,
+            "mean data_time (ms) under which the rule stays quiet",
+        ),
+    ],
+    detail: false,
+    hidden_by: &["loader_workers_starved", "input_cpu_saturated"],
+    check: data_loading_bound,
+};
+
+/// The data-bound symptom every input rule starts from: (share, data ms, step ms).
+fn data_bound(v: &View, share_at_least: f64, floor_ms: f64) -> Option<(f64, f64, f64)> {
+    let share = v.data_share()?;
+    let data = v.data_ms()?;
+    let step = v.step_ms()?.mean;
+    (share >= share_at_least && data >= floor_ms).then_some((share, data, step))
+}
+
+fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Finding {
+    let mut f = f.why(format!(
+        "data_time {data:.1} ms of a {step:.1} ms step ({}) over the last {} steps",
+        pct(share),
+        v.cfg.window_steps
+    ));
+    if let Some(swing) = v.gpu_util_swing().filter(|s| *s >= 50.0) {
+        f = f.why(format!(
+            "GPU utilization swings by {swing:.0} points: it idles while each batch loads"
+        ));
+    }
+    f.gain(share)
+}
+
+fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
+    let (share, data, step) = data_bound(v, k.get("exit"), k.get("floor-ms"))?;
+    let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
+    let title = format!("data loading takes {} of each step", pct(share));
+    let f = data_evidence(v, graded(level, title), share, data, step);
+    Some(
+        f.act("raise DataLoader num_workers, with persistent_workers=True")
+            .act("pin_memory=True and .to(device, non_blocking=True)")
+            .act("cache decoded samples, or move decoding and augmentation off the step"),
+    )
+}
+
+pub const LOADER_WORKERS_STARVED: Rule = Rule {
+    id: "loader_workers_starved",
+    basis: Basis::Steps,
+    summary: "data loading bound with few DataLoader workers for the cores, or every worker busy while cores idle",
+    params: &[
+        p(
+            "share",
+            0.10,
+            "data_time share of step time from which the rule looks at workers",
+        ),
+        p(
+            "few-workers",
+            2.0,
+            "this many workers or fewer is few when cores are free",
+        ),
+        p(
+            "busy-pct",
+            90.0,
+            "mean worker CPU % at which every worker counts as busy",
+        ),
+        p(
+            "idle-host-pct",
+            70.0,
+            "host CPU % under which cores count as idle",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: loader_workers_starved,
+};
+
+fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
+    let (share, data, step) = data_bound(v, k.get("share"), 1.0)?;
+    let trainer = v.trainer();
+    let observed = trainer.map(|t| t.workers.len() as f64);
+    let workers = observed.or(v.m.facts.num_workers.map(f64::from))?;
+    let cores = trainer.and_then(|t| t.usable_cores);
+    let host_cpu = v.host_mean(|h| h.cpu_pct);
+    let few = workers <= k.get("few-workers") && cores.is_none_or(|c| c >= 2.0 * (workers + 1.0));
+    let busy = v.trainer_mean(|t| {
+        let n = t.workers.len();
+        (n > 0).then(|| t.workers.iter().filter_map(|w| w.cpu_pct).sum::<f64>() / n as f64)
+    });
+    let saturated = busy.is_some_and(|b| b >= k.get("busy-pct"))
+        && host_cpu.is_some_and(|c| c < k.get("idle-host-pct"));
+    if !few && !saturated {
+        return None;
+    }
+    let title = format!(
+        "{workers:.0} DataLoader workers cannot keep up: data loading takes {} of each step",
+        pct(share)
+    );
+    let mut f = data_evidence(v, Finding::enter(Severity::Warn, title), share, data, step);
+    let source = if observed.is_some() {
+        "running"
+    } else {
+        "configured (num_workers)"
+    };
+    f = f.why(match cores {
+        Some(c) => format!("{workers:.0} workers {source} for {c:.0} usable cores"),
+        None => format!("{workers:.0} workers {source}"),
+    });
+    if let (Some(b), true) = (busy, saturated) {
+        f = f.why(format!(
+            "the workers average {b:.0}% CPU each while the host is at {:.0}%",
+            host_cpu.unwrap_or(0.0)
+        ));
+    }
+    let suggest = cores.map_or(8.0, |c| (c - 1.0).clamp(workers + 2.0, 16.0));
+    Some(
+        f.act(format!(
+            "num_workers={suggest:.0} (a few per GPU, below the usable cores), persistent_workers=True"
+        ))
+        .act("prefetch_factor=4 so that batches are ready before the step asks")
+        .act("pin_memory=True"),
+    )
+}
+
+pub const INPUT_CPU_SATURATED: Rule = Rule {
+    id: "input_cpu_saturated",
+    basis: Basis::Steps,
+    summary: "data loading bound while the host CPUs are saturated",
+    params: &[
+        p(
+            "share",
+            0.10,
+            "data_time share of step time from which the rule looks at the CPUs",
+        ),
+        p("cpu-pct", 90.0, "mean host CPU % that counts as saturated"),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: input_cpu_saturated,
+};
+
+fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
+    let (share, data, step) = data_bound(v, k.get("share"), 1.0)?;
+    let cpu = v.host_mean(|h| h.cpu_pct)?;
+    if cpu < k.get("cpu-pct") {
+        return None;
+    }
+    let title = format!(
+        "the CPUs are saturated ({cpu:.0}%) and data loading takes {} of each step",
+        pct(share)
+    );
+    let mut f = data_evidence(v, Finding::enter(Severity::Warn, title), share, data, step);
+    f = f.why(format!(
+        "host CPU {cpu:.0}% over the last {:.0} s",
+        v.cfg.window_seconds
+    ));
+    if let Some(h) = v.host() {
+        f = f.why(format!(
+            "load average {:.1} on {} CPUs",
+            h.load_avg[0], h.cpus
+        ));
+    }
+    Some(
+        f.act("cheaper preprocessing: decode at lower resolution, simpler augmentation")
+            .act("decode and augment on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)")
+            .act("preprocess once and cache the result, instead of every epoch"),
+    )
+}
+
+pub const CACHE_INEFFECTIVE: Rule = Rule {
+    id: "cache_ineffective",
+    basis: Basis::Steps,
+    summary: "the sample cache's recent hit rate is low after warm-up",
+    params: &[
+        p("warn", 0.60, "hit rate under which the rule warns"),
+        p("exit", 0.65, "hit rate above which an active alert clears"),
+        p(
+            "data-share",
+            0.10,
+            "data_time share that makes a poor hit rate critical",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: cache_ineffective,
+};
+
+fn cache_ineffective(v: &View, k: &Knobs) -> Option<Finding> {
+    let rate = v.cache_hit_rate()?;
+    // Lower is worse: graded on the miss rate.
+    let level = grade(
+        1.0 - rate,
+        1.0 - k.get("warn"),
+        f64::INFINITY,
+        1.0 - k.get("exit"),
+    )?;
+    let share = v.data_share();
+    let level = match (level, share) {
+        (Some(_), Some(s)) if s >= k.get("data-share") => Some(Severity::Crit),
+        (l, _) => l,
+    };
+    let title = format!("the sample cache hits only {} of lookups", pct(rate));
+    let mut f = graded(level, title).why(format!("recent cache hit rate {}", pct(rate)));
+    if let Some(s) = share {
+        f = f.why(format!("data loading takes {} of each step", pct(s)));
+    }
+    if let (Some(used), Some(total)) = (v.m.cache.memory_used_mb, v.m.cache.memory_total_mb) {
+        f = f.why(format!("cache memory {used:.0} MB of {total:.0} MB"));
+    }
+    Some(
+        f.act("make the cache larger, or cache what is reused (decoded samples, not raw bytes)")
+            .act("share one cache between DataLoader workers (shared memory), not one per worker")
+            .act("check the cache key: augmented or randomly cropped inputs never hit"),
+    )
+}

@@ -1,0 +1,177 @@
+//! Host memory: pressure with its time to exhaustion, and DataLoader workers that each hold a
+//! copy of what they should share.
+
+use super::{Rule, View, gib, grade, graded, p, pct};
+use crate::diagnose::params::{Basis, Knobs};
+use crate::diagnose::{Finding, Severity};
+use crate::parse::record::EventKind;
+
+pub const HOST_MEMORY_PRESSURE: Rule = Rule {
+    id: "host_memory_pressure",
+    basis: Basis::Seconds,
+    summary: "host memory available low, swap-ins, or a memory warning in the log; with time to exhaustion",
+    params: &[
+        p(
+            "warn",
+            0.10,
+            "available share of host memory under which the rule warns",
+        ),
+        p("crit", 0.05, "available share under which it is critical"),
+        p(
+            "exit",
+            0.15,
+            "available share above which an active alert clears",
+        ),
+        p("swap-in", 100.0, "swap-ins per second (pages) that warn"),
+        p(
+            "oom-minutes",
+            30.0,
+            "time to exhaustion (minutes) at the current trend that warns",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: host_memory_pressure,
+};
+
+fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
+    let h = v.host()?;
+    let total = h.mem_total_bytes as f64;
+    if total <= 0.0 {
+        return None;
+    }
+    let avail = h.mem_available_bytes as f64;
+    let share = avail / total;
+    // Lower is worse: graded on the used share.
+    let level = grade(
+        1.0 - share,
+        1.0 - k.get("warn"),
+        1.0 - k.get("crit"),
+        1.0 - k.get("exit"),
+    );
+    let swap = v.host_mean(|h| h.swap_in_pages_per_s).unwrap_or(0.0);
+    let trend = v.slope(|s| Some(s.host.as_ref()?.mem_available_bytes as f64));
+    let minutes = trend
+        .filter(|t| *t < 0.0)
+        .map(|t| avail / -t / 60.0)
+        .filter(|m| m.is_finite());
+    let logged =
+        v.m.steps_since(&[EventKind::MemoryCritical])
+            .is_some_and(|s| s == 0);
+    let soon = minutes.is_some_and(|m| m <= k.get("oom-minutes"));
+    let other = swap >= k.get("swap-in") || logged || (soon && share < k.get("exit"));
+    let level = match (level, other) {
+        (Some(Some(s)), _) => Some(s),
+        (_, true) => Some(Severity::Warn),
+        (Some(None), false) => None,
+        (None, false) => return None,
+    };
+    let title = match minutes {
+        Some(m) => format!(
+            "host memory {} used; at this rate it runs out in {m:.0} min",
+            pct(1.0 - share)
+        ),
+        None => format!("host memory {} used", pct(1.0 - share)),
+    };
+    let mut f = graded(level, title).why(format!("{} available of {}", gib(avail), gib(total)));
+    if let Some(t) = trend.filter(|t| *t < 0.0) {
+        f = f.why(format!(
+            "available memory falls by {:.0} MiB per minute",
+            -t * 60.0 / f64::from(1 << 20)
+        ));
+    }
+    if swap > 0.0 {
+        f = f.why(format!("{swap:.0} pages swapped in per second"));
+    }
+    if logged {
+        f = f.why("the log warns that memory is critical");
+    }
+    Some(
+        f.act(
+            "find what grows: steptop probe shows the trainer's and each worker's private memory",
+        )
+        .act("fewer DataLoader workers, or a cache shared between them"),
+    )
+}
+
+pub const WORKER_MEMORY_BLOWUP: Rule = Rule {
+    id: "worker_memory_blowup",
+    basis: Basis::Seconds,
+    summary: "DataLoader workers each hold a large, similar amount of private memory (a copy each), or it grows",
+    params: &[
+        p(
+            "private-gib",
+            1.0,
+            "mean private memory per worker (GiB) that counts as large",
+        ),
+        p(
+            "spread",
+            1.5,
+            "largest over smallest worker private memory under which they count as equal copies",
+        ),
+        p(
+            "growth-mib-per-min",
+            100.0,
+            "growth of the workers' total private memory (MiB/min) that warns",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: worker_memory_blowup,
+};
+
+fn worker_memory_blowup(v: &View, k: &Knobs) -> Option<Finding> {
+    let t = v.trainer()?;
+    let private: Vec<f64> = t
+        .workers
+        .iter()
+        .filter_map(|w| w.private_bytes.map(|b| b as f64))
+        .collect();
+    if private.len() < 2 {
+        return None;
+    }
+    let total: f64 = private.iter().sum();
+    let mean = total / private.len() as f64;
+    let max = private.iter().copied().fold(0.0, f64::max);
+    let min = private.iter().copied().fold(f64::INFINITY, f64::min);
+    let copies = mean >= k.get("private-gib") * f64::from(1 << 30)
+        && min > 0.0
+        && max / min <= k.get("spread");
+    let growth = v
+        .slope(|s| Some(s.trainer.as_ref()?.workers_private_bytes? as f64))
+        .map(|b| b * 60.0 / f64::from(1 << 20));
+    let growing = growth.is_some_and(|g| g >= k.get("growth-mib-per-min"));
+    if !copies && !growing {
+        return None;
+    }
+    let n = private.len();
+    let title = if copies {
+        format!(
+            "each of {n} DataLoader workers holds its own {} copy",
+            gib(mean)
+        )
+    } else {
+        format!("the {n} DataLoader workers' memory keeps growing")
+    };
+    let mut f = Finding::enter(Severity::Warn, title).why(format!(
+        "{n} workers hold {} private memory each ({} together)",
+        gib(mean),
+        gib(total)
+    ));
+    if let Some(g) = growth.filter(|g| *g > 0.0) {
+        f = f.why(format!(
+            "their private memory grows by {g:.0} MiB per minute"
+        ));
+    }
+    if let Some(h) = v.host() {
+        f = f.why(format!(
+            "host memory {} used",
+            pct(1.0 - h.mem_available_bytes as f64 / h.mem_total_bytes.max(1) as f64)
+        ));
+    }
+    Some(
+        f.act("keep the cache in shared memory (numpy memmap, torch tensors in shared memory, LMDB) instead of a Python object per worker")
+            .act("build read-only data before the workers fork, as numpy arrays: Python lists of objects get copied by refcount writes")
+            .act("fewer workers, or persistent_workers=True so that caches are not rebuilt each epoch"),
+    )
+}

@@ -1,0 +1,139 @@
+//! The rules, one table: ids are stable (JSON, config and docs use them). Each family of rules
+//! has its file; a rule is its id, what its sustain counts, its knobs with defaults, the rules
+//! whose alert hides it (a specific cause hides the generic symptom), and a pure check.
+//! Specific rules come before the generic ones they hide, so they are raised first.
+
+mod events;
+mod gpu;
+mod input;
+mod memory;
+mod step;
+
+use super::params::{Basis, Knobs, Param};
+use super::view::View;
+use super::{Finding, Severity};
+
+pub struct Rule {
+    pub id: &'static str,
+    pub basis: Basis,
+    /// What it detects, in one line (for docs and `--help`-like listings).
+    pub summary: &'static str,
+    pub params: &'static [Param],
+    /// A detail of where the time goes (a hot stage, unlogged time, a config hint) rather
+    /// than what limits the run: the verdict only while no limiting rule is active.
+    pub detail: bool,
+    pub hidden_by: &'static [&'static str],
+    pub check: fn(&View, &Knobs) -> Option<Finding>,
+}
+
+pub static RULES: &[Rule] = &[
+    events::CRASH_EVENT,
+    events::NONFINITE_LOSS,
+    events::LOSS_SCALE_UNSTABLE,
+    input::LOADER_WORKERS_STARVED,
+    input::INPUT_CPU_SATURATED,
+    input::DATA_LOADING_BOUND,
+    input::CACHE_INEFFECTIVE,
+    gpu::GPU_STARVED,
+    gpu::GPU_THROTTLING,
+    gpu::LOW_GPU_UTIL,
+    gpu::COMPUTE_BOUND,
+    gpu::GPU_MEMORY_PRESSURE,
+    gpu::GPU_MEMORY_UNDERUSED,
+    memory::HOST_MEMORY_PRESSURE,
+    memory::WORKER_MEMORY_BLOWUP,
+    step::UNLOGGED_TIME,
+    step::STAGE_HOTSPOT,
+    step::BATCH_SCALING,
+    step::THROUGHPUT_DRIFT,
+    events::CONFIG_HINT,
+    events::CONFIG_MISMATCH,
+];
+
+const fn p(key: &'static str, default: f64, doc: &'static str) -> Param {
+    Param { key, default, doc }
+}
+
+/// Where `x` stands against thresholds where higher is worse: Some(Some(severity)) at or
+/// above `warn` (`crit`), Some(None) between `exit` and `warn` (an active alert stays), None
+/// under `exit`.
+fn grade(x: f64, warn: f64, crit: f64, exit: f64) -> Option<Option<Severity>> {
+    if x >= crit {
+        Some(Some(Severity::Crit))
+    } else if x >= warn {
+        Some(Some(Severity::Warn))
+    } else if x >= exit {
+        Some(None)
+    } else {
+        None
+    }
+}
+
+/// A finding at the grade `grade` gave.
+fn graded(level: Option<Severity>, title: String) -> Finding {
+    match level {
+        Some(s) => Finding::enter(s, title),
+        None => Finding::stay(title),
+    }
+}
+
+fn pct(share: f64) -> String {
+    format!("{:.0}%", share * 100.0)
+}
+
+fn gib(bytes: f64) -> String {
+    format!("{:.1} GiB", bytes / (1u64 << 30) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_snake_case_and_hiders_exist() {
+        for (i, r) in RULES.iter().enumerate() {
+            assert!(
+                r.id.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{}",
+                r.id
+            );
+            assert!(RULES[..i].iter().all(|o| o.id != r.id), "{} twice", r.id);
+            for h in r.hidden_by {
+                assert!(RULES.iter().any(|o| o.id == *h), "{} hidden by {h}", r.id);
+            }
+            for q in r.params {
+                assert!(!q.doc.is_empty() && q.default >= 0.0, "{}.{}", r.id, q.key);
+            }
+        }
+    }
+
+    #[test]
+    fn every_knob_a_rule_reads_is_declared() {
+        // Each check's source names its knobs as k.get("key"): they must be in its params
+        // (or the common timing knobs), else get() gives NaN and the rule never fires.
+        let sources = [
+            include_str!("events.rs"),
+            include_str!("gpu.rs"),
+            include_str!("input.rs"),
+            include_str!("memory.rs"),
+            include_str!("step.rs"),
+        ];
+        for src in sources {
+            for piece in src.split("k.get(\"").skip(1) {
+                let key = piece.split('"').next().unwrap_or_default();
+                assert!(
+                    RULES.iter().any(|r| r.params.iter().any(|q| q.key == key)),
+                    "knob {key} is read but no rule declares it"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn grades() {
+        assert_eq!(grade(0.25, 0.1, 0.2, 0.07), Some(Some(Severity::Crit)));
+        assert_eq!(grade(0.12, 0.1, 0.2, 0.07), Some(Some(Severity::Warn)));
+        assert_eq!(grade(0.08, 0.1, 0.2, 0.07), Some(None));
+        assert_eq!(grade(0.05, 0.1, 0.2, 0.07), None);
+    }
+}

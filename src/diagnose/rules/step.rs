@@ -1,0 +1,238 @@
+//! Where the step's time goes beyond the input: time no log accounts for, one forward stage
+//! that dominates, a larger batch that bought nothing, steps slower than the run's own norm.
+
+use super::{Rule, View, grade, graded, p, pct};
+use crate::diagnose::params::{Basis, Knobs};
+use crate::diagnose::{Finding, Severity};
+
+pub const UNLOGGED_TIME: Rule = Rule {
+    id: "unlogged_time",
+    basis: Basis::Steps,
+    summary: "most of the step is not covered by the logged stages (backward and optimizer are not timed)",
+    params: &[
+        p(
+            "share",
+            0.5,
+            "unlogged share of step time from which the rule speaks",
+        ),
+        p(
+            "exit",
+            0.4,
+            "unlogged share under which an active alert clears",
+        ),
+    ],
+    detail: true,
+    hidden_by: &[],
+    check: unlogged_time,
+};
+
+fn unlogged_time(v: &View, k: &Knobs) -> Option<Finding> {
+    let forward = v.forward_ms()?;
+    let unlogged = v.unlogged_ms()?;
+    let step = v.step_ms()?.mean;
+    if step <= 0.0 {
+        return None;
+    }
+    let share = unlogged / step;
+    let level = grade(share, k.get("share"), f64::INFINITY, k.get("exit"))?.map(|_| Severity::Info);
+    let title = format!(
+        "{} of each step is not in any log: backward and optimizer",
+        pct(share)
+    );
+    let mut f = graded(level, title)
+        .why(format!(
+            "the logged stages cover {forward:.0} ms of a {step:.0} ms step; {unlogged:.0} ms is not logged"
+        ))
+        .why(format!(
+            "backward + optimizer take {:.1}x the forward",
+            unlogged / forward.max(1e-9)
+        ));
+    if v.m.facts.gradient_checkpointing == Some(true) {
+        f = f.why("gradient checkpointing is on: the backward recomputes the forward");
+    }
+    Some(
+        f.act("time the backward and the optimizer too: torch.cuda.Event around loss.backward() and optimizer.step()")
+            .act("profile one step with torch.profiler before optimising the forward alone"),
+    )
+}
+
+pub const STAGE_HOTSPOT: Rule = Rule {
+    id: "stage_hotspot",
+    basis: Basis::Steps,
+    summary: "one forward stage takes a dominant share of the forward",
+    params: &[
+        p(
+            "share",
+            0.30,
+            "share of the forward that one stage must take",
+        ),
+        p(
+            "even-factor",
+            2.0,
+            "and at least this many times its even share (1 / stages)",
+        ),
+        p("exit", 0.25, "share under which an active alert clears"),
+    ],
+    detail: true,
+    hidden_by: &[],
+    check: stage_hotspot,
+};
+
+fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
+    let shares = v.stage_shares();
+    let n = shares.len();
+    let &(name, ms, share) = shares.first()?;
+    if n < 2 {
+        return None;
+    }
+    let even = 1.0 / n as f64;
+    let dominant = share >= k.get("share") && share >= k.get("even-factor") * even;
+    let f = if dominant {
+        Finding::enter(
+            Severity::Warn,
+            format!("{name} takes {} of the forward", pct(share)),
+        )
+    } else if share >= k.get("exit") && share >= k.get("even-factor") * even * 0.8 {
+        Finding::stay(format!("{name} takes {} of the forward", pct(share)))
+    } else {
+        return None;
+    };
+    let mut f = f.why(format!(
+        "{name}: {ms:.0} ms of a {:.0} ms forward ({}; {n} stages, an even share is {})",
+        ms / share,
+        pct(share),
+        pct(even)
+    ));
+    if let Some(&(next, next_ms, _)) = shares.get(1) {
+        f = f.why(format!("the next largest is {next} at {next_ms:.0} ms"));
+    }
+    if let Some(step) = v.step_ms() {
+        f = f.gain(ms / 2.0 / step.mean);
+    }
+    Some(
+        f.act(format!(
+            "profile {name} alone (torch.profiler with record_function around it)"
+        ))
+        .act("look there for fp32 islands, unfused attention, or Python loops")
+        .act("if it is memory-bound, bf16 and fused kernels (torch.compile) help most"),
+    )
+}
+
+pub const BATCH_SCALING: Rule = Rule {
+    id: "batch_scaling",
+    basis: Basis::Steps,
+    summary: "the batch size grew but samples/s did not (iter/s fell instead)",
+    params: &[
+        p(
+            "batch-ratio",
+            1.5,
+            "growth of the batch size from which the rule compares",
+        ),
+        p(
+            "samples-gain",
+            1.15,
+            "samples/s ratio under which the larger batch bought nothing",
+        ),
+        p("min-steps", 5.0, "steps needed at each batch size"),
+    ],
+    detail: true,
+    hidden_by: &[],
+    check: batch_scaling,
+};
+
+fn batch_scaling(v: &View, k: &Knobs) -> Option<Finding> {
+    let segs = &v.m.batches.segments;
+    let min = k.get("min-steps") as u64;
+    let last = segs.last().filter(|s| s.samples_per_s.count() >= min)?;
+    let before = segs[..segs.len() - 1]
+        .iter()
+        .rev()
+        .find(|s| s.samples_per_s.count() >= min && last.batch >= k.get("batch-ratio") * s.batch)?;
+    let (s0, s1) = (before.samples_per_s.mean()?, last.samples_per_s.mean()?);
+    let (i0, i1) = (before.iters_per_s.mean()?, last.iters_per_s.mean()?);
+    if s1 >= k.get("samples-gain") * s0 {
+        return None;
+    }
+    let title = format!(
+        "batch {:.0} -> {:.0} did not raise samples/s ({s0:.1} -> {s1:.1})",
+        before.batch, last.batch
+    );
+    let mut f = Finding::enter(Severity::Warn, title)
+        .why(format!(
+            "batch {:.0}: {i0:.2} it/s, {s0:.1} samples/s",
+            before.batch
+        ))
+        .why(format!(
+            "batch {:.0}: {i1:.2} it/s, {s1:.1} samples/s",
+            last.batch
+        ));
+    let data = v.data_share();
+    f = match (data, v.gpu_util()) {
+        (Some(d), _) if d >= 0.10 => f.why(format!(
+            "data loading takes {} of each step: the input caps samples/s",
+            pct(d)
+        )),
+        (_, Some(u)) => f.why(format!(
+            "GPU utilization {u:.0}%: the GPU was already saturated at the smaller batch"
+        )),
+        _ => f.why("the GPU was likely saturated already, or the input caps samples/s"),
+    };
+    Some(
+        f.act("keep the smaller batch unless the larger one helps convergence")
+            .act("check GPU utilization and data_time at the smaller batch to see which limit it hit"),
+    )
+}
+
+pub const THROUGHPUT_DRIFT: Rule = Rule {
+    id: "throughput_drift",
+    basis: Basis::Steps,
+    summary: "recent steps are well slower than the run's own norm",
+    params: &[
+        p(
+            "factor",
+            1.3,
+            "recent median step time over the run's median that warns",
+        ),
+        p(
+            "exit-factor",
+            1.15,
+            "ratio under which an active alert clears",
+        ),
+        p("min-steps", 50.0, "steps in the run before it has a norm"),
+    ],
+    detail: true,
+    hidden_by: &[],
+    check: throughput_drift,
+};
+
+fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
+    let run = &v.m.merged.step_time_ms.run;
+    if (run.count() as f64) < k.get("min-steps") {
+        return None;
+    }
+    let norm = run.quantile(0.5)?;
+    let recent = v.step_ms()?.p50;
+    let ratio = recent / norm;
+    let level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
+    let title = format!(
+        "steps are {:.0}% slower than this run's norm",
+        (ratio - 1.0) * 100.0
+    );
+    let mut f = graded(level, title).why(format!(
+        "recent median step {recent:.0} ms against {norm:.0} ms over the run"
+    ));
+    let others: Vec<&str> = v
+        .diagnosis
+        .active()
+        .map(|a| a.rule)
+        .filter(|r| *r != "throughput_drift" && *r != "compute_bound")
+        .collect();
+    if !others.is_empty() {
+        f = f.why(format!("active at the same time: {}", others.join(", ")));
+    }
+    Some(
+        f.gain(1.0 - 1.0 / ratio).act(
+            "see what else changed: other jobs on the node, GPU clocks, data on a slower disk",
+        ),
+    )
+}

@@ -1,0 +1,211 @@
+//! The signals rules share, read from the model over the diagnosis's windows: the last N
+//! steps for what the logs say, the last T seconds of samples for what the hardware says.
+//! Each is computed when a rule asks; None means nothing measured it.
+
+use super::Diagnosis;
+use super::params::DiagnoseConfig;
+use crate::model::Model;
+use crate::model::window::Summary;
+use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
+
+/// The model as the rules see it.
+pub struct View<'a> {
+    pub m: &'a Model,
+    pub cfg: &'a DiagnoseConfig,
+    pub diagnosis: &'a Diagnosis,
+}
+
+impl<'a> View<'a> {
+    pub fn new(m: &'a Model, cfg: &'a DiagnoseConfig, diagnosis: &'a Diagnosis) -> Self {
+        View { m, cfg, diagnosis }
+    }
+
+    fn steps(&self) -> usize {
+        self.cfg.window_steps
+    }
+
+    /// Step time over the last window of steps.
+    pub fn step_ms(&self) -> Option<Summary> {
+        self.m.merged.step_time_ms.recent(self.steps())
+    }
+
+    /// Mean data_time over the last window of steps that logged one.
+    pub fn data_ms(&self) -> Option<f64> {
+        Some(self.m.merged.data_time_ms.recent(self.steps())?.mean)
+    }
+
+    /// Data time over step time, summed over the recent steps that logged both.
+    pub fn data_share(&self) -> Option<f64> {
+        let n = self.steps();
+        let step = self.m.merged.paired_step_ms.recent.sum_last(n);
+        let data = self.m.merged.paired_data_ms.recent.sum_last(n);
+        (step > 0.0).then(|| data / step)
+    }
+
+    /// Mean logged forward time over the recent timing blocks.
+    pub fn forward_ms(&self) -> Option<f64> {
+        Some(self.m.stages.recent_forward.last_n(self.steps())?.mean)
+    }
+
+    /// Mean time per step that no log accounts for (backward, optimizer, sync).
+    pub fn unlogged_ms(&self) -> Option<f64> {
+        match self.m.stages.recent_unlogged.last_n(self.steps()) {
+            Some(s) => Some(s.mean),
+            None => self.m.unlogged_ms(),
+        }
+    }
+
+    /// Top-level stages with their recent mean and share of the forward, largest first.
+    pub fn stage_shares(&self) -> Vec<(&'a str, f64, f64)> {
+        let n = self.steps();
+        let means: Vec<(&str, f64)> = self
+            .m
+            .stages
+            .by_name
+            .iter()
+            .filter(|s| s.depth == 0)
+            .filter_map(|s| Some((s.name.as_str(), s.recent.last_n(n)?.mean)))
+            .collect();
+        let total: f64 = means.iter().map(|(_, ms)| ms).sum();
+        if total <= 0.0 {
+            return Vec::new();
+        }
+        let mut shares: Vec<(&str, f64, f64)> = means
+            .into_iter()
+            .map(|(name, ms)| (name, ms, ms / total))
+            .collect();
+        shares.sort_by(|a, b| b.2.total_cmp(&a.2));
+        shares
+    }
+
+    /// The recent cache hit rate (0-1).
+    pub fn cache_hit_rate(&self) -> Option<f64> {
+        self.m.cache.recent_hit_rate.or(self.m.cache.hit_rate())
+    }
+
+    /// Samples of the last window of seconds, oldest first.
+    pub fn samples(&self) -> impl Iterator<Item = &'a Sample> + 'a {
+        let since = self
+            .m
+            .hardware
+            .latest
+            .as_ref()
+            .map_or(f64::INFINITY, |s| s.time - self.cfg.window_seconds);
+        self.m
+            .hardware
+            .recent
+            .iter()
+            .filter(move |s| s.time >= since)
+    }
+
+    /// Seconds the window's samples span.
+    pub fn sampled_seconds(&self) -> f64 {
+        let mut it = self.samples();
+        match (it.next(), it.last()) {
+            (Some(a), Some(b)) => b.time - a.time,
+            _ => 0.0,
+        }
+    }
+
+    /// Mean of `f` over the window's readings of working GPUs.
+    pub fn gpu_mean(&self, f: impl Fn(&GpuReading) -> Option<f64>) -> Option<f64> {
+        mean(
+            self.samples()
+                .flat_map(|s| s.gpus.iter())
+                .filter(|g| g.failed.is_none())
+                .filter_map(f),
+        )
+    }
+
+    /// Mean GPU utilization (0-100).
+    pub fn gpu_util(&self) -> Option<f64> {
+        self.gpu_mean(|g| g.util_pct.map(f64::from))
+    }
+
+    /// Mean power draw as a share of the enforced limit (0-1).
+    pub fn gpu_power_share(&self) -> Option<f64> {
+        self.gpu_mean(|g| Some(g.power_w? / g.power_limit_w.filter(|l| *l > 0.0)?))
+    }
+
+    /// Mean of the largest and the smallest utilization per GPU, over the window: a wide
+    /// gap is the sawtooth of a GPU waiting for input.
+    pub fn gpu_util_swing(&self) -> Option<f64> {
+        let utils: Vec<f64> = self
+            .samples()
+            .flat_map(|s| s.gpus.iter())
+            .filter_map(|g| g.util_pct.map(f64::from))
+            .collect();
+        let max = utils.iter().copied().reduce(f64::max)?;
+        let min = utils.iter().copied().reduce(f64::min)?;
+        Some(max - min)
+    }
+
+    /// Mean of `f` over the window's host readings.
+    pub fn host_mean(&self, f: impl Fn(&HostReading) -> Option<f64>) -> Option<f64> {
+        mean(self.samples().filter_map(|s| s.host.as_ref()).filter_map(f))
+    }
+
+    /// Mean of `f` over the window's trainer readings.
+    pub fn trainer_mean(&self, f: impl Fn(&TrainerReading) -> Option<f64>) -> Option<f64> {
+        mean(
+            self.samples()
+                .filter_map(|s| s.trainer.as_ref())
+                .filter_map(f),
+        )
+    }
+
+    pub fn latest(&self) -> Option<&'a Sample> {
+        self.m.hardware.latest.as_ref()
+    }
+
+    pub fn trainer(&self) -> Option<&'a TrainerReading> {
+        self.latest()?.trainer.as_ref()
+    }
+
+    pub fn host(&self) -> Option<&'a HostReading> {
+        self.latest()?.host.as_ref()
+    }
+
+    /// Least-squares slope of `f` over the window's samples, per second.
+    pub fn slope(&self, f: impl Fn(&Sample) -> Option<f64>) -> Option<f64> {
+        let points: Vec<(f64, f64)> = self
+            .samples()
+            .filter_map(|s| Some((s.time, f(s)?)))
+            .collect();
+        slope(&points)
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values
+        .filter(|v| v.is_finite())
+        .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Least-squares slope of y over x; None for fewer than 3 points or no spread in x.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_has_its_slope() {
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|i| (f64::from(i), 5.0 - 2.0 * f64::from(i)))
+            .collect();
+        assert!((slope(&pts).expect("slope") + 2.0).abs() < 1e-12);
+        assert_eq!(slope(&pts[..2]), None);
+    }
+}
