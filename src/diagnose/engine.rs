@@ -3,6 +3,8 @@
 //! only when even its relaxed exit condition fails, and is not raised again within `cooldown`
 //! of clearing unless it comes back more severe.
 
+use std::sync::Arc;
+
 use super::params::{Basis, DiagnoseConfig};
 use super::rules::RULES;
 use super::view::View;
@@ -13,6 +15,9 @@ use crate::parse::record::{EventKind, Record};
 /// Alerts and changes kept in full; a run that raises more keeps its first ones.
 const ALERTS_KEPT: usize = 500;
 const CHANGES_KEPT: usize = 2000;
+/// An active alert's evidence is rewritten at most this often (scored steps or seconds):
+/// words cost more than checks.
+const REFRESH_EVERY: f64 = 10.0;
 
 /// What just reached the model, and so which rules to evaluate.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,12 +56,14 @@ struct RuleState {
     active: Option<(usize, f64)>,
     /// When the last alert cleared, and at which severity.
     cleared: Option<(f64, Severity)>,
+    /// When the active alert's words were last refreshed.
+    refreshed: f64,
 }
 
 /// The alerts of a run so far.
 #[derive(Clone, Debug)]
 pub struct Diagnosis {
-    cfg: DiagnoseConfig,
+    cfg: Arc<DiagnoseConfig>,
     states: Vec<RuleState>,
     pub alerts: Vec<Alert>,
     pub changes: Vec<Change>,
@@ -68,13 +75,15 @@ pub struct Diagnosis {
     last_step: Option<Option<u64>>,
     /// Steps left unscored after a boundary (eval, checkpoint, epoch end).
     unscored_left: u64,
+    /// The ids of the rules with an active alert, as the rules see them.
+    active_ids: Vec<&'static str>,
 }
 
 impl Diagnosis {
     pub fn new(cfg: DiagnoseConfig) -> Self {
         Diagnosis {
             states: vec![RuleState::default(); RULES.len()],
-            cfg,
+            cfg: Arc::new(cfg),
             alerts: Vec::new(),
             changes: Vec::new(),
             alerts_dropped: 0,
@@ -82,6 +91,7 @@ impl Diagnosis {
             scored: 0,
             last_step: None,
             unscored_left: 0,
+            active_ids: Vec::new(),
         }
     }
 
@@ -98,15 +108,15 @@ impl Diagnosis {
                 let warm = self.steps_seen > self.cfg.warmup_steps;
                 if warm && self.unscored_left == 0 {
                     self.scored += 1;
-                    self.evaluate(m, &[Basis::Steps, Basis::Events], step);
+                    self.evaluate(m, &[Basis::Steps, Basis::Events], step, false);
                 } else {
                     self.unscored_left = self.unscored_left.saturating_sub(1);
-                    self.evaluate(m, &[Basis::Events], step);
+                    self.evaluate(m, &[Basis::Events], step, false);
                 }
             }
             Trigger::Sample(_) => {
                 let step = m.merged.last_step;
-                self.evaluate(m, &[Basis::Seconds], step);
+                self.evaluate(m, &[Basis::Seconds], step, false);
             }
             Trigger::Event(kind) => {
                 if matches!(
@@ -115,7 +125,7 @@ impl Diagnosis {
                 ) {
                     self.unscored_left = self.cfg.boundary_steps;
                 }
-                self.evaluate(m, &[Basis::Events], m.merged.last_step);
+                self.evaluate(m, &[Basis::Events], m.merged.last_step, true);
             }
         }
     }
@@ -143,53 +153,117 @@ impl Diagnosis {
             .filter_map(|s| s.active.map(|(i, _)| &self.alerts[i]))
     }
 
-    /// Whether rule `id` has an active alert.
-    pub fn is_active(&self, id: &str) -> bool {
-        RULES
-            .iter()
-            .zip(&self.states)
-            .any(|(r, s)| r.id == id && s.active.is_some())
-    }
-
     pub fn config(&self) -> &DiagnoseConfig {
         &self.cfg
     }
 
-    fn evaluate(&mut self, m: &Model, bases: &[Basis], step: Option<u64>) {
-        let time = m.last_time.unwrap_or(0.0);
+    /// The ids of the rules with an active alert.
+    pub fn active_ids(&self) -> Vec<&'static str> {
+        self.active_ids.clone()
+    }
+
+    /// Gives every active alert the words of the model as it stands (a report calls this at
+    /// the end of its input, so that the evidence is the final one).
+    pub fn refresh(&mut self, m: &Model) {
+        let cfg = Arc::clone(&self.cfg);
+        let view = View::new(m, &cfg, self.active_ids());
+        for (i, rule) in RULES.iter().enumerate() {
+            let Some((a, _)) = self.states[i].active else {
+                continue;
+            };
+            if let Some(f) = (rule.check)(&view, &cfg.rules[i]).filter(|f| f.stay) {
+                reword(&mut self.alerts[a], f);
+            }
+        }
+    }
+
+    fn evaluate(&mut self, m: &Model, bases: &[Basis], step: Option<u64>, from_event: bool) {
+        let cfg = Arc::clone(&self.cfg);
+        // The active list moves into the view and back: no allocation per evaluation.
+        let mut view = View::new(m, &cfg, std::mem::take(&mut self.active_ids));
+        let log_time = m.last_time.unwrap_or(0.0);
         for (i, rule) in RULES.iter().enumerate() {
             if !bases.contains(&rule.basis) {
                 continue;
             }
-            let progress = match rule.basis {
-                Basis::Steps => self.scored as f64,
-                Basis::Events => self.steps_seen as f64,
-                Basis::Seconds => m.hardware.latest.as_ref().map_or(time, |s| s.time),
+            // An event rule's symptom only begins with an event: between events it is
+            // evaluated only while it is raised or being sustained.
+            let state = &self.states[i];
+            if rule.basis == Basis::Events
+                && !from_event
+                && state.active.is_none()
+                && state.entering.is_none()
+            {
+                continue;
+            }
+            let (progress, time) = match rule.basis {
+                Basis::Steps => (self.scored as f64, log_time),
+                Basis::Events => (self.steps_seen as f64, log_time),
+                Basis::Seconds => {
+                    let t = m.hardware.latest.as_ref().map_or(log_time, |s| s.time);
+                    (t, t)
+                }
             };
-            let hidden = rule.hidden_by.iter().any(|id| self.is_active(id));
-            let finding = if hidden {
+            let hidden = rule.hidden_by.iter().any(|id| view.is_active(id));
+            view.describe = false;
+            let level = if hidden {
                 None
             } else {
-                let view = View::new(m, &self.cfg, self);
-                (rule.check)(&view, &self.cfg.rules[i])
+                (rule.check)(&view, &cfg.rules[i])
             };
-            let time = if rule.basis == Basis::Seconds {
-                progress
-            } else {
-                time
+            let mut describe = || {
+                view.describe = true;
+                (rule.check)(&view, &cfg.rules[i])
             };
-            self.update(i, finding, progress, step, time);
+            self.update(i, level, &mut describe, progress, step, time);
+            view.set_active(rule.id, self.states[i].active.is_some());
+        }
+        self.active_ids = view.into_active();
+        self.clear_hidden(step, log_time);
+    }
+
+    /// Clears at once every alert that an active, more specific alert now explains, whatever
+    /// its basis: the crash hides the low utilization that follows it.
+    fn clear_hidden(&mut self, step: Option<u64>, time: f64) {
+        for (i, rule) in RULES.iter().enumerate() {
+            let Some((a, _)) = self.states[i].active else {
+                continue;
+            };
+            if !rule.hidden_by.iter().any(|h| self.active_ids.contains(h)) {
+                continue;
+            }
+            let alert = &mut self.alerts[a];
+            alert.cleared_step = step;
+            alert.cleared_time = Some(time);
+            let sev = alert.severity;
+            // Not a cool-down: the symptom did not go, it was explained.
+            self.states[i] = RuleState::default();
+            self.active_ids.retain(|id| *id != rule.id);
+            push_change(
+                &mut self.changes,
+                time,
+                step,
+                rule.id,
+                sev,
+                ChangeKind::Cleared,
+                a,
+            );
         }
     }
 
-    /// One rule's state machine, given what it sees now.
-    fn update(&mut self, i: usize, f: Option<Finding>, now: f64, step: Option<u64>, time: f64) {
+    /// One rule's state machine, given its level now; `describe` gives the words when an
+    /// alert is raised, escalated or due a refresh.
+    fn update(
+        &mut self,
+        i: usize,
+        level: Option<Finding>,
+        describe: &mut dyn FnMut() -> Option<Finding>,
+        now: f64,
+        step: Option<u64>,
+        time: f64,
+    ) {
         let knobs = &self.cfg.rules[i];
-        let (sustain, dwell, cooldown) = (
-            knobs.get("sustain"),
-            knobs.get("dwell"),
-            knobs.get("cooldown"),
-        );
+        let (sustain, dwell, cooldown) = (knobs.sustain, knobs.dwell, knobs.cooldown);
         // Steps count the evaluations that held (sustain 5: the fifth such step raises);
         // seconds count the time since the first that held.
         let held = |since: f64| match RULES[i].basis {
@@ -198,19 +272,21 @@ impl Diagnosis {
         };
         let rule = RULES[i].id;
         let state = &mut self.states[i];
-        let f = f.unwrap_or_default();
+        let f = level.unwrap_or_default();
         if let Some((a, raised_at)) = state.active {
             let alert = &mut self.alerts[a];
             if f.stay {
                 state.leaving = None;
                 alert.last_step = step.or(alert.last_step);
-                if !f.evidence.is_empty() {
-                    alert.evidence = f.evidence;
-                    alert.title = f.title;
-                    alert.gain = f.gain;
-                    alert.actions = f.actions;
+                alert.gain = f.gain;
+                let escalate = f.enter.filter(|s| *s > alert.severity);
+                if escalate.is_some() || now - state.refreshed >= REFRESH_EVERY {
+                    state.refreshed = now;
+                    if let Some(words) = describe().filter(|w| w.stay) {
+                        reword(alert, words);
+                    }
                 }
-                if let Some(sev) = f.enter.filter(|s| *s > alert.severity) {
+                if let Some(sev) = escalate {
                     alert.severity = sev;
                     push_change(
                         &mut self.changes,
@@ -263,6 +339,7 @@ impl Diagnosis {
             self.alerts_dropped += 1;
             return;
         }
+        let f = describe().filter(|w| w.enter.is_some()).unwrap_or(f);
         let a = self.alerts.len();
         self.alerts.push(Alert {
             rule,
@@ -278,6 +355,7 @@ impl Diagnosis {
             cleared_time: None,
         });
         state.active = Some((a, now));
+        state.refreshed = now;
         push_change(
             &mut self.changes,
             time,
@@ -288,6 +366,14 @@ impl Diagnosis {
             a,
         );
     }
+}
+
+/// An active alert's words (and gain) from a described finding.
+fn reword(alert: &mut Alert, f: Finding) {
+    alert.title = f.title;
+    alert.evidence = f.evidence;
+    alert.gain = f.gain;
+    alert.actions = f.actions;
 }
 
 fn push_change(
@@ -308,5 +394,173 @@ fn push_change(
             change,
             alert,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelConfig, Stamp};
+    use crate::parse::record::StepRecord;
+
+    /// A model and its diagnosis fed steps of 100 ms with the given data times.
+    struct Run {
+        m: Model,
+        d: Diagnosis,
+        step: u64,
+    }
+
+    impl Run {
+        fn new() -> Run {
+            Run {
+                m: Model::new(ModelConfig::default()),
+                d: Diagnosis::new(DiagnoseConfig::default()),
+                step: 0,
+            }
+        }
+
+        fn step(&mut self, data_ms: f64) {
+            self.step += 1;
+            let rec = Record::Step(StepRecord {
+                step: Some(self.step),
+                step_time_ms: Some(100.0),
+                data_time_ms: Some(data_ms),
+                ..StepRecord::default()
+            });
+            let stamp = Stamp {
+                time: self.step as f64 * 0.1,
+                real_time: true,
+                ..Stamp::default()
+            };
+            let t = Trigger::of(&rec).expect("a step triggers");
+            self.m.apply(&stamp, rec);
+            self.d.after(&self.m, t);
+        }
+
+        fn event(&mut self, kind: EventKind) {
+            let rec = Record::Event {
+                kind,
+                text: String::new(),
+            };
+            let t = Trigger::of(&rec).expect("an event triggers");
+            self.m.apply(&Stamp::default(), rec);
+            self.d.after(&self.m, t);
+        }
+
+        fn alerts(&self, rule: &str) -> Vec<&Alert> {
+            self.d.alerts.iter().filter(|a| a.rule == rule).collect()
+        }
+    }
+
+    #[test]
+    fn raised_after_warm_up_and_sustain_with_evidence_then_cleared() {
+        let mut r = Run::new();
+        // 30 ms of every 100 ms step: crit (20%) from the first scored step on.
+        for _ in 0..40 {
+            r.step(30.0);
+        }
+        let a = r.alerts("data_loading_bound");
+        assert_eq!(a.len(), 1);
+        // Warm-up is steps 1-10; the fifth scored step with the symptom raises.
+        assert_eq!(a[0].first_step, Some(15));
+        assert_eq!(a[0].severity, Severity::Crit);
+        assert_eq!(a[0].gain, Some(0.3));
+        assert!(
+            a[0].evidence[0].starts_with("data_time 30.0 ms of a 100.0 ms step (30%)"),
+            "{:?}",
+            a[0].evidence
+        );
+        assert!(a[0].actions[0].contains("num_workers"));
+        assert_eq!(r.d.verdict().map(|v| v.rule), Some("data_loading_bound"));
+        // The symptom goes: it clears once the window has forgotten it and the exit held.
+        for _ in 0..60 {
+            r.step(0.5);
+        }
+        let a = r.alerts("data_loading_bound");
+        assert_eq!(a.len(), 1);
+        let cleared = a[0].cleared_step.expect("cleared");
+        assert!((55..=70).contains(&cleared), "cleared at {cleared}");
+        assert!(r.d.verdict().is_none_or(|v| v.rule != "data_loading_bound"));
+        let kinds: Vec<ChangeKind> =
+            r.d.changes
+                .iter()
+                .filter(|c| c.rule == "data_loading_bound")
+                .map(|c| c.change)
+                .collect();
+        assert_eq!(kinds, [ChangeKind::Raised, ChangeKind::Cleared]);
+    }
+
+    #[test]
+    fn a_signal_hovering_at_the_threshold_raises_once() {
+        let mut r = Run::new();
+        // The share swings around 10% (warn), never under the 7% exit once raised.
+        for i in 0..400 {
+            r.step(if i % 2 == 0 { 11.5 } else { 8.5 });
+        }
+        assert_eq!(r.alerts("data_loading_bound").len(), 1);
+        // Now it flaps across the exit as well: at most one raise per cool-down (50 steps).
+        let mut r = Run::new();
+        for i in 0..600 {
+            let phase = (i / 30) % 2 == 0;
+            r.step(if phase { 15.0 } else { 1.0 });
+        }
+        let raised = r.alerts("data_loading_bound").len();
+        let scored = 600 - 10;
+        assert!(
+            raised <= scored / 50 + 1,
+            "{raised} raises in {scored} scored steps"
+        );
+        assert!(
+            raised >= 2,
+            "it does raise again after the cool-down: {raised}"
+        );
+    }
+
+    #[test]
+    fn warn_escalates_to_crit_in_place() {
+        let mut r = Run::new();
+        for _ in 0..30 {
+            r.step(12.0);
+        }
+        for _ in 0..30 {
+            r.step(40.0);
+        }
+        let a = r.alerts("data_loading_bound");
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].severity, Severity::Crit);
+        let kinds: Vec<ChangeKind> = r.d.changes.iter().map(|c| c.change).collect();
+        assert_eq!(kinds, [ChangeKind::Raised, ChangeKind::Escalated]);
+    }
+
+    #[test]
+    fn steps_after_an_eval_are_not_scored() {
+        let mut r = Run::new();
+        for _ in 0..20 {
+            r.step(0.1);
+        }
+        // From step 21 on each step only waits for data: the window's share passes 10% at
+        // step 22. The three steps after the eval are not scored, so the symptom is first
+        // scored at step 24 and the fifth scored step is 28 (without the eval: 26).
+        r.event(EventKind::Eval);
+        for _ in 0..20 {
+            r.step(100.0);
+        }
+        let a = r.alerts("data_loading_bound");
+        assert_eq!(a.first().and_then(|a| a.first_step), Some(28));
+    }
+
+    #[test]
+    fn a_crash_is_critical_at_once_and_a_specific_rule_hides_the_generic_one() {
+        let mut r = Run::new();
+        for _ in 0..20 {
+            r.step(0.1);
+        }
+        r.event(EventKind::CudaOom);
+        let a = r.alerts("crash_event");
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].severity, Severity::Crit);
+        assert_eq!(r.d.verdict().map(|v| v.rule), Some("crash_event"));
+        // compute_bound was active before the crash; the crash hides it.
+        assert!(!r.d.active().any(|a| a.rule == "compute_bound"));
     }
 }

@@ -35,6 +35,11 @@ impl Severity {
 
 /// What a rule sees now. `enter`: the symptom is there, at this severity. `stay`: the relaxed
 /// exit condition still holds (an active alert stays); true whenever `enter` is.
+///
+/// The words (title, evidence, actions) cost more than the check itself and matter only when
+/// an alert is raised or refreshed, so a rule is first asked for its level alone
+/// (`described` false: the builders skip their closures) and asked again for the words when
+/// they are needed. Build findings with `View::enter`, `View::stay` and `View::graded`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Finding {
     pub enter: Option<Severity>,
@@ -47,32 +52,15 @@ pub struct Finding {
     pub gain: Option<f64>,
     /// What to change, in the user's terms, most useful first.
     pub actions: Vec<String>,
+    /// Whether the words are filled in.
+    pub described: bool,
 }
 
 impl Finding {
-    /// A finding whose symptom is there at `severity`.
-    pub fn enter(severity: Severity, title: String) -> Finding {
-        Finding {
-            enter: Some(severity),
-            stay: true,
-            title,
-            ..Finding::default()
+    pub fn why<S: Into<String>>(mut self, evidence: impl FnOnce() -> S) -> Finding {
+        if self.described {
+            self.evidence.push(evidence().into());
         }
-    }
-
-    /// A finding whose symptom is gone but whose relaxed exit condition holds: an active
-    /// alert stays, a new one is not raised.
-    pub fn stay(title: String) -> Finding {
-        Finding {
-            enter: None,
-            stay: true,
-            title,
-            ..Finding::default()
-        }
-    }
-
-    pub fn why(mut self, evidence: impl Into<String>) -> Finding {
-        self.evidence.push(evidence.into());
         self
     }
 
@@ -81,8 +69,10 @@ impl Finding {
         self
     }
 
-    pub fn act(mut self, action: impl Into<String>) -> Finding {
-        self.actions.push(action.into());
+    pub fn act<S: Into<String>>(mut self, action: impl FnOnce() -> S) -> Finding {
+        if self.described {
+            self.actions.push(action().into());
+        }
         self
     }
 }

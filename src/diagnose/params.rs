@@ -93,10 +93,14 @@ impl Default for DiagnoseConfig {
     }
 }
 
-/// One rule's knobs by key.
+/// One rule's knobs by key. The engine reads the timing knobs on every evaluation, so they
+/// are also kept as fields (a lookup by name costs string compares).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knobs {
     values: Vec<(&'static str, f64)>,
+    pub sustain: f64,
+    pub dwell: f64,
+    pub cooldown: f64,
 }
 
 impl Knobs {
@@ -108,7 +112,12 @@ impl Knobs {
             ("cooldown", cooldown),
         ];
         values.extend(rule.params.iter().map(|p| (p.key, p.default)));
-        Knobs { values }
+        Knobs {
+            values,
+            sustain,
+            dwell,
+            cooldown,
+        }
     }
 
     /// The value of `key`; every key a rule reads is in its `params` (a test checks it).
@@ -123,6 +132,12 @@ impl Knobs {
         match self.values.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => {
                 slot.1 = v;
+                match key {
+                    "sustain" => self.sustain = v,
+                    "dwell" => self.dwell = v,
+                    "cooldown" => self.cooldown = v,
+                    _ => {}
+                }
                 true
             }
             None => false,

@@ -2,55 +2,136 @@
 //! steps for what the logs say, the last T seconds of samples for what the hardware says.
 //! Each is computed when a rule asks; None means nothing measured it.
 
-use super::Diagnosis;
+use std::cell::OnceCell;
+
 use super::params::DiagnoseConfig;
+use super::{Finding, Severity};
 use crate::model::Model;
-use crate::model::window::Summary;
 use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
 
-/// The model as the rules see it.
+/// The model as the rules see it, for one evaluation: the signals several rules read are
+/// computed once.
 pub struct View<'a> {
     pub m: &'a Model,
     pub cfg: &'a DiagnoseConfig,
-    pub diagnosis: &'a Diagnosis,
+    /// The ids of the rules with an active alert (a few at most, so a list is quickest).
+    active: Vec<&'static str>,
+    /// Whether findings get their words (see `Finding`).
+    pub describe: bool,
+    step_mean: OnceCell<Option<f64>>,
+    data_ms: OnceCell<Option<f64>>,
+    data_share: OnceCell<Option<f64>>,
 }
 
 impl<'a> View<'a> {
-    pub fn new(m: &'a Model, cfg: &'a DiagnoseConfig, diagnosis: &'a Diagnosis) -> Self {
-        View { m, cfg, diagnosis }
+    /// `active`: the ids of the rules with an active alert.
+    pub fn new(m: &'a Model, cfg: &'a DiagnoseConfig, active: Vec<&'static str>) -> Self {
+        View {
+            m,
+            cfg,
+            active,
+            describe: true,
+            step_mean: OnceCell::new(),
+            data_ms: OnceCell::new(),
+            data_share: OnceCell::new(),
+        }
+    }
+
+    /// A finding whose symptom is there at `severity`.
+    pub fn enter<S: Into<String>>(&self, severity: Severity, title: impl FnOnce() -> S) -> Finding {
+        Finding {
+            enter: Some(severity),
+            ..self.stay(title)
+        }
+    }
+
+    /// A finding whose symptom is gone but whose relaxed exit condition holds: an active
+    /// alert stays, a new one is not raised.
+    pub fn stay<S: Into<String>>(&self, title: impl FnOnce() -> S) -> Finding {
+        Finding {
+            stay: true,
+            described: self.describe,
+            title: if self.describe {
+                title().into()
+            } else {
+                String::new()
+            },
+            ..Finding::default()
+        }
+    }
+
+    /// `enter` at `level`, or `stay` without one.
+    pub fn graded<S: Into<String>>(
+        &self,
+        level: Option<Severity>,
+        title: impl FnOnce() -> S,
+    ) -> Finding {
+        match level {
+            Some(s) => self.enter(s, title),
+            None => self.stay(title),
+        }
+    }
+
+    /// Whether rule `id` has an active alert.
+    pub fn is_active(&self, id: &str) -> bool {
+        self.active.contains(&id)
+    }
+
+    /// The ids of the rules with an active alert.
+    pub fn active_rules(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.active.iter().copied()
+    }
+
+    /// The active ids back, once the evaluation is over.
+    pub fn into_active(self) -> Vec<&'static str> {
+        self.active
+    }
+
+    /// Marks rule `id` active or not, as the engine decides during an evaluation.
+    pub fn set_active(&mut self, id: &'static str, active: bool) {
+        self.active.retain(|a| *a != id);
+        if active {
+            self.active.push(id);
+        }
     }
 
     fn steps(&self) -> usize {
         self.cfg.window_steps
     }
 
-    /// Step time over the last window of steps.
-    pub fn step_ms(&self) -> Option<Summary> {
-        self.m.merged.step_time_ms.recent(self.steps())
+    /// Mean step time over the last window of steps.
+    pub fn step_mean(&self) -> Option<f64> {
+        *self
+            .step_mean
+            .get_or_init(|| self.m.merged.step_time_ms.recent.mean_last(self.steps()))
     }
 
     /// Mean data_time over the last window of steps that logged one.
     pub fn data_ms(&self) -> Option<f64> {
-        Some(self.m.merged.data_time_ms.recent(self.steps())?.mean)
+        *self
+            .data_ms
+            .get_or_init(|| self.m.merged.data_time_ms.recent.mean_last(self.steps()))
     }
 
     /// Data time over step time, summed over the recent steps that logged both.
     pub fn data_share(&self) -> Option<f64> {
-        let n = self.steps();
-        let step = self.m.merged.paired_step_ms.recent.sum_last(n);
-        let data = self.m.merged.paired_data_ms.recent.sum_last(n);
-        (step > 0.0).then(|| data / step)
+        *self.data_share.get_or_init(|| {
+            let n = self.steps();
+            let step = self.m.merged.paired_step_ms.recent.sum_last(n);
+            let data = self.m.merged.paired_data_ms.recent.sum_last(n);
+            (step > 0.0).then(|| data / step)
+        })
     }
 
     /// Mean logged forward time over the recent timing blocks.
     pub fn forward_ms(&self) -> Option<f64> {
-        Some(self.m.stages.recent_forward.last_n(self.steps())?.mean)
+        self.m.stages.recent_forward.mean_last(self.steps())
     }
 
     /// Mean time per step that no log accounts for (backward, optimizer, sync).
     pub fn unlogged_ms(&self) -> Option<f64> {
-        match self.m.stages.recent_unlogged.last_n(self.steps()) {
-            Some(s) => Some(s.mean),
+        match self.m.stages.recent_unlogged.mean_last(self.steps()) {
+            Some(ms) => Some(ms),
             None => self.m.unlogged_ms(),
         }
     }
@@ -64,7 +145,7 @@ impl<'a> View<'a> {
             .by_name
             .iter()
             .filter(|s| s.depth == 0)
-            .filter_map(|s| Some((s.name.as_str(), s.recent.last_n(n)?.mean)))
+            .filter_map(|s| Some((s.name.as_str(), s.recent.mean_last(n)?)))
             .collect();
         let total: f64 = means.iter().map(|(_, ms)| ms).sum();
         if total <= 0.0 {

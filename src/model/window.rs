@@ -63,6 +63,28 @@ impl Rolling {
         summarize(self.values.iter().filter(|x| x.0 >= since).map(|x| x.1))
     }
 
+    /// Mean of the last `n` values, without sorting (cheaper than `last_n` when only the mean
+    /// is wanted).
+    pub fn mean_last(&self, n: usize) -> Option<f64> {
+        let k = n.min(self.values.len());
+        (k > 0).then(|| self.sum_last(k) / k as f64)
+    }
+
+    /// Mean of the last `n` values leaving out the largest: one outlier (an eval step, a
+    /// checkpoint) does not move it, and it needs no sort.
+    pub fn mean_last_but_max(&self, n: usize) -> Option<f64> {
+        let k = n.min(self.values.len());
+        if k < 2 {
+            return self.mean_last(n);
+        }
+        let (sum, max) = self
+            .values
+            .iter()
+            .skip(self.values.len() - k)
+            .fold((0.0, f64::NEG_INFINITY), |(s, m), x| (s + x.1, m.max(x.1)));
+        Some((sum - max) / (k - 1) as f64)
+    }
+
     /// Sum of the last `n` values.
     pub fn sum_last(&self, n: usize) -> f64 {
         let skip = self.values.len().saturating_sub(n);

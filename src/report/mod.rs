@@ -54,6 +54,7 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
         feeds.push(feed);
     }
     model.model.finish();
+    model.diagnosis.refresh(&model.model);
     Ok(Analysis {
         model: model.model,
         diagnosis: model.diagnosis,

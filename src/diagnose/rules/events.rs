@@ -61,11 +61,11 @@ fn crash_event(v: &View, k: &Knobs) -> Option<Finding> {
             &["the first traceback in the failed rank's log is the cause"],
         ),
     };
-    let mut f = Finding::enter(Severity::Crit, title.into());
+    let mut f = v.enter(Severity::Crit, || title);
     if let Some(e) = e {
-        f = f.why(format!("log line {}: {}", e.line, e.text));
+        f = f.why(|| format!("log line {}: {}", e.line, e.text));
     }
-    Some(actions.iter().fold(f, |f, a| f.act(*a)))
+    Some(actions.iter().fold(f, |f, a| f.act(|| *a)))
 }
 
 pub const NONFINITE_LOSS: Rule = Rule {
@@ -94,26 +94,26 @@ fn nonfinite_loss(v: &View, k: &Knobs) -> Option<Finding> {
     if since as f64 > k.get("steps-after") {
         return None;
     }
-    let mut f = Finding::enter(Severity::Crit, "the loss is NaN or Inf".into());
+    let mut f = v.enter(Severity::Crit, || "the loss is NaN or Inf");
     if let Some(e) =
         v.m.events
             .iter()
             .rev()
             .find(|e| e.kind == EventKind::NonFinite)
     {
-        f = f.why(format!("log line {}: {}", e.line, e.text));
+        f = f.why(|| format!("log line {}: {}", e.line, e.text));
     }
     let overflows =
         v.m.recent_count(EventKind::LossScaleOverflow, k.get("overflow-steps") as u64);
     if overflows > 0 {
-        f = f.why(format!(
-            "after {overflows} AMP loss-scale overflow backoffs: fp16 ran out of range"
-        ));
-        f = f.act("bf16 autocast instead of fp16 (same range as fp32, no loss scaling)");
+        f = f.why(|| {
+            format!("after {overflows} AMP loss-scale overflow backoffs: fp16 ran out of range")
+        });
+        f = f.act(|| "bf16 autocast instead of fp16 (same range as fp32, no loss scaling)");
     }
     Some(
-        f.act("lower the learning rate or add warm-up; clip gradients (clip_grad_norm_)")
-            .act("torch.autograd.set_detect_anomaly(True) on a short run to find the first NaN"),
+        f.act(|| "lower the learning rate or add warm-up; clip gradients (clip_grad_norm_)")
+            .act(|| "torch.autograd.set_detect_anomaly(True) on a short run to find the first NaN"),
     )
 }
 
@@ -140,20 +140,22 @@ fn loss_scale_unstable(v: &View, k: &Knobs) -> Option<Finding> {
     if (n as f64) < k.get("count") {
         return None;
     }
-    let mut f = Finding::enter(
-        Severity::Warn,
-        format!("AMP loss scale backed off {n} times"),
-    )
-    .why(format!(
-        "{n} overflow backoffs in the last {:.0} steps",
-        k.get("steps")
-    ));
+    let mut f = v
+        .enter(Severity::Warn, || {
+            format!("AMP loss scale backed off {n} times")
+        })
+        .why(|| {
+            format!(
+                "{n} overflow backoffs in the last {:.0} steps",
+                k.get("steps")
+            )
+        });
     if let Some(scale) = v.m.merged.loss_scale {
-        f = f.why(format!("loss scale now {scale}"));
+        f = f.why(|| format!("loss scale now {scale}"));
     }
     Some(
-        f.act("bf16 autocast instead of fp16 avoids loss scaling altogether")
-            .act("clip gradients; lower the learning rate if the backoffs keep coming"),
+        f.act(|| "bf16 autocast instead of fp16 avoids loss scaling altogether")
+            .act(|| "clip gradients; lower the learning rate if the backoffs keep coming"),
     )
 }
 
@@ -172,7 +174,7 @@ pub const CONFIG_HINT: Rule = Rule {
 };
 
 fn config_hint(v: &View, k: &Knobs) -> Option<Finding> {
-    let d = v.diagnosis;
+    let d = v;
     let data = [
         "data_loading_bound",
         "loader_workers_starved",
@@ -216,13 +218,13 @@ fn config_hint(v: &View, k: &Knobs) -> Option<Finding> {
     if hints.is_empty() {
         return None;
     }
-    let title = format!("the logged configuration explains it: {}", hints[0].0);
+    let title = || format!("the logged configuration explains it: {}", hints[0].0);
     let f = hints
         .iter()
-        .fold(Finding::enter(Severity::Info, title), |f, (why, _)| {
-            f.why(why.clone())
+        .fold(v.enter(Severity::Info, title), |f, (why, _)| {
+            f.why(|| why.clone())
         });
-    Some(hints.iter().fold(f, |f, (_, act)| f.act(*act)))
+    Some(hints.iter().fold(f, |f, (_, act)| f.act(|| *act)))
 }
 
 pub const CONFIG_MISMATCH: Rule = Rule {
@@ -244,14 +246,15 @@ fn config_mismatch(v: &View, _k: &Knobs) -> Option<Finding> {
         return None;
     }
     Some(
-        Finding::enter(
-            Severity::Warn,
-            format!("num_workers={configured} is logged, but {running} worker processes run"),
-        )
-        .why(format!(
-            "the trainer (pid {}) has {running} child processes",
-            v.trainer().map_or(0, |t| t.pid)
-        ))
-        .act("check which config the run really loaded (a hard-coded num_workers in the code?)"),
+        v.enter(Severity::Warn, || {
+            format!("num_workers={configured} is logged, but {running} worker processes run")
+        })
+        .why(|| {
+            format!(
+                "the trainer (pid {}) has {running} child processes",
+                v.trainer().map_or(0, |t| t.pid)
+            )
+        })
+        .act(|| "check which config the run really loaded (a hard-coded num_workers in the code?)"),
     )
 }

@@ -1,7 +1,7 @@
 //! What the GPUs say: starved by the host, idle for no known reason, busy (the compute is the
 //! limit), held down by their clocks, short of memory or with memory to spare.
 
-use super::{Rule, View, gib, grade, graded, p, pct};
+use super::{Rule, View, gib, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 
@@ -46,35 +46,35 @@ fn gpu_starved(v: &View, k: &Knobs) -> Option<Finding> {
     if !low || thread < k.get("main-thread-pct") || data.is_some_and(|d| d >= k.get("data-share")) {
         return None;
     }
-    let mut f = Finding::enter(
+    let mut f = v.enter(
         Severity::Warn,
-        "the GPU waits on the training process's Python thread".into(),
+        || "the GPU waits on the training process's Python thread",
     );
     if let Some(pw) = power {
         let watts = v.gpu_mean(|g| g.power_w).unwrap_or(0.0);
         let limit = v.gpu_mean(|g| g.power_limit_w).unwrap_or(0.0);
-        f = f.why(format!(
-            "the GPU draws {watts:.0} W of its {limit:.0} W limit ({})",
-            pct(pw)
-        ));
+        f = f.why(|| {
+            format!(
+                "the GPU draws {watts:.0} W of its {limit:.0} W limit ({})",
+                pct(pw)
+            )
+        });
     }
     if let Some(s) = sm {
-        f = f.why(format!("SM activity {s:.0}%"));
+        f = f.why(|| format!("SM activity {s:.0}%"));
     }
-    f = f.why(format!(
-        "the trainer's busiest thread is at {thread:.0}% of a core"
-    ));
+    f = f.why(|| format!("the trainer's busiest thread is at {thread:.0}% of a core"));
     if let Some(d) = data {
-        f = f.why(format!("data loading takes only {} of each step", pct(d)));
+        f = f.why(|| format!("data loading takes only {} of each step", pct(d)));
     }
     if let Some(util) = v.gpu_util() {
         f = f.gain(1.0 - util / 100.0);
     }
     Some(
-        f.act("find the host work in the step: .item(), .cpu() or print of tensors force a sync each step")
-            .act("replace Python loops over tensors with batched tensor operations")
-            .act("torch.compile (or CUDA graphs) for many tiny kernels; a larger batch per GPU")
-            .act("torch.backends.cudnn.benchmark=True for fixed input shapes"),
+        f.act(|| "find the host work in the step: .item(), .cpu() or print of tensors force a sync each step")
+            .act(|| "replace Python loops over tensors with batched tensor operations")
+            .act(|| "torch.compile (or CUDA graphs) for many tiny kernels; a larger batch per GPU")
+            .act(|| "torch.backends.cudnn.benchmark=True for fixed input shapes"),
     )
 }
 
@@ -108,18 +108,20 @@ pub const LOW_GPU_UTIL: Rule = Rule {
 fn low_gpu_util(v: &View, k: &Knobs) -> Option<Finding> {
     let util = v.gpu_util()?;
     let level = grade(-util, -k.get("warn"), f64::INFINITY, -k.get("exit"))?;
-    let title = format!("the GPUs are busy only {util:.0}% of the time");
-    let mut f = graded(level, title).why(format!(
-        "mean GPU utilization {util:.0}% over the last {:.0} s",
-        v.cfg.window_seconds
-    ));
+    let title = || format!("the GPUs are busy only {util:.0}% of the time");
+    let mut f = v.graded(level, title).why(|| {
+        format!(
+            "mean GPU utilization {util:.0}% over the last {:.0} s",
+            v.cfg.window_seconds
+        )
+    });
     if let Some(swing) = v.gpu_util_swing() {
-        f = f.why(format!("utilization ranges over {swing:.0} points"));
+        f = f.why(|| format!("utilization ranges over {swing:.0} points"));
     }
     Some(
         f.gain(1.0 - util / 100.0)
-            .act("profile a few steps (torch.profiler) to see what the GPU waits for")
-            .act("log data_time per step so that steptop can tell input stalls from the rest"),
+            .act(|| "profile a few steps (torch.profiler) to see what the GPU waits for")
+            .act(|| "log data_time per step so that steptop can tell input stalls from the rest"),
     )
 }
 
@@ -151,41 +153,45 @@ pub const COMPUTE_BOUND: Rule = Rule {
 
 fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
     let share = v.data_share()?;
-    let step = v.step_ms()?.mean;
+    let step = v.step_mean()?;
     let util = v.gpu_util();
     if util.is_some_and(|u| u < k.get("gpu-util")) {
         return None;
     }
-    let title = format!(
-        "the GPU is the limit: data loading takes {:.1}% of each step",
-        share * 100.0
-    );
+    let title = || {
+        format!(
+            "the GPU is the limit: data loading takes {:.1}% of each step",
+            share * 100.0
+        )
+    };
     let mut f = if share <= k.get("data-share") {
-        Finding::enter(Severity::Info, title)
+        v.enter(Severity::Info, title)
     } else if share <= k.get("exit-data-share") {
-        Finding::stay(title)
+        v.stay(title)
     } else {
         return None;
     };
-    f = f.why(format!(
-        "data_time {:.2} ms of a {step:.0} ms step",
-        v.data_ms().unwrap_or(0.0)
-    ));
+    f = f.why(|| {
+        format!(
+            "data_time {:.2} ms of a {step:.0} ms step",
+            v.data_ms().unwrap_or(0.0)
+        )
+    });
     f = match util {
-        Some(u) => f.why(format!("GPU utilization {u:.0}%")),
-        None => f.why("no GPU readings: judged from the log alone"),
+        Some(u) => f.why(|| format!("GPU utilization {u:.0}%")),
+        None => f.why(|| "no GPU readings: judged from the log alone"),
     };
     let facts = &v.m.facts;
     if facts.amp_dtype.is_none() {
-        f = f.act("bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))");
+        f = f.act(|| "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))");
     }
     if facts.gradient_checkpointing == Some(true) {
-        f = f.act("checkpoint fewer layers: recomputation costs a forward pass per step");
+        f = f.act(|| "checkpoint fewer layers: recomputation costs a forward pass per step");
     }
     Some(
-        f.act("TF32 matmuls: torch.backends.cuda.matmul.allow_tf32=True")
-            .act("torch.compile the model")
-            .act("more data loader work will not help: the input is not the limit"),
+        f.act(|| "TF32 matmuls: torch.backends.cuda.matmul.allow_tf32=True")
+            .act(|| "torch.compile the model")
+            .act(|| "more data loader work will not help: the input is not the limit"),
     )
 }
 
@@ -266,24 +272,20 @@ fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
     if share < k.get("share") && !held {
         return None;
     }
-    let mut f = Finding::enter(Severity::Warn, "the GPU clocks are held down".into());
+    let mut f = v.enter(Severity::Warn, || "the GPU clocks are held down");
     if !slowed.is_empty() {
-        f = f.why(format!(
-            "{} in {} of readings",
-            slowed.join(", "),
-            pct(share)
-        ));
+        f = f.why(|| format!("{} in {} of readings", slowed.join(", "), pct(share)));
     }
     if let Some(c) = clock {
-        f = f.why(format!("SM clock at {} of its max while busy", pct(c)));
+        f = f.why(|| format!("SM clock at {} of its max while busy", pct(c)));
     }
     if let Some(t) = v.gpu_mean(|g| g.temp_c.map(f64::from)) {
-        f = f.why(format!("temperature {t:.0} C"));
+        f = f.why(|| format!("temperature {t:.0} C"));
     }
     Some(
         f.gain(clock.map_or(0.0, |c| 1.0 - c))
-            .act("check cooling and airflow (fans, inlet temperature, dust)")
-            .act("check the power limit: nvidia-smi -q -d POWER,PERFORMANCE"),
+            .act(|| "check cooling and airflow (fans, inlet temperature, dust)")
+            .act(|| "check the power limit: nvidia-smi -q -d POWER,PERFORMANCE"),
     )
 }
 
@@ -313,17 +315,19 @@ fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         .filter_map(|g| Some((g, memory_share(g)?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
-    let title = format!("GPU {} memory is {} full", g.index, pct(share));
+    let title = || format!("GPU {} memory is {} full", g.index, pct(share));
     Some(
-        graded(level, title)
-            .why(format!(
-                "{} of {} used",
-                gib(g.mem_used_bytes.unwrap_or(0) as f64),
-                gib(g.mem_total_bytes.unwrap_or(0) as f64)
-            ))
-            .act("a smaller batch with gradient accumulation, or activation checkpointing")
-            .act("bf16 autocast halves activation memory")
-            .act("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"),
+        v.graded(level, title)
+            .why(|| {
+                format!(
+                    "{} of {} used",
+                    gib(g.mem_used_bytes.unwrap_or(0) as f64),
+                    gib(g.mem_total_bytes.unwrap_or(0) as f64)
+                )
+            })
+            .act(|| "a smaller batch with gradient accumulation, or activation checkpointing")
+            .act(|| "bf16 autocast halves activation memory")
+            .act(|| "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"),
     )
 }
 
@@ -342,18 +346,17 @@ pub const GPU_MEMORY_UNDERUSED: Rule = Rule {
 };
 
 fn gpu_memory_underused(v: &View, k: &Knobs) -> Option<Finding> {
-    let starved = v.diagnosis.is_active("gpu_starved") || v.diagnosis.is_active("low_gpu_util");
+    let starved = v.is_active("gpu_starved") || v.is_active("low_gpu_util");
     let share = v.gpu_mean(memory_share)?;
     if !starved || share >= k.get("share") {
         return None;
     }
     Some(
-        Finding::enter(
-            Severity::Info,
-            format!("the GPUs use only {} of their memory", pct(share)),
-        )
-        .why(format!("mean GPU memory use {}", pct(share)))
-        .why("the GPU is starved: a larger batch gives it more work per step")
-        .act("raise the batch size (scale the learning rate with it)"),
+        v.enter(Severity::Info, || {
+            format!("the GPUs use only {} of their memory", pct(share))
+        })
+        .why(|| format!("mean GPU memory use {}", pct(share)))
+        .why(|| "the GPU is starved: a larger batch gives it more work per step")
+        .act(|| "raise the batch size (scale the learning rate with it)"),
     )
 }

@@ -1,7 +1,7 @@
 //! The input pipeline: data loading share of the step, its causes (too few workers, saturated
 //! CPUs), and the sample cache.
 
-use super::{Rule, View, grade, graded, p, pct};
+use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 
@@ -32,20 +32,22 @@ pub const DATA_LOADING_BOUND: Rule = Rule {
 fn data_bound(v: &View, share_at_least: f64, floor_ms: f64) -> Option<(f64, f64, f64)> {
     let share = v.data_share()?;
     let data = v.data_ms()?;
-    let step = v.step_ms()?.mean;
+    let step = v.step_mean()?;
     (share >= share_at_least && data >= floor_ms).then_some((share, data, step))
 }
 
 fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Finding {
-    let mut f = f.why(format!(
-        "data_time {data:.1} ms of a {step:.1} ms step ({}) over the last {} steps",
-        pct(share),
-        v.cfg.window_steps
-    ));
+    let mut f = f.why(|| {
+        format!(
+            "data_time {data:.1} ms of a {step:.1} ms step ({}) over the last {} steps",
+            pct(share),
+            v.cfg.window_steps
+        )
+    });
     if let Some(swing) = v.gpu_util_swing().filter(|s| *s >= 50.0) {
-        f = f.why(format!(
-            "GPU utilization swings by {swing:.0} points: it idles while each batch loads"
-        ));
+        f = f.why(|| {
+            format!("GPU utilization swings by {swing:.0} points: it idles while each batch loads")
+        });
     }
     f.gain(share)
 }
@@ -53,12 +55,12 @@ fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Find
 fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
     let (share, data, step) = data_bound(v, k.get("exit"), k.get("floor-ms"))?;
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
-    let title = format!("data loading takes {} of each step", pct(share));
-    let f = data_evidence(v, graded(level, title), share, data, step);
+    let title = || format!("data loading takes {} of each step", pct(share));
+    let f = data_evidence(v, v.graded(level, title), share, data, step);
     Some(
-        f.act("raise DataLoader num_workers, with persistent_workers=True")
-            .act("pin_memory=True and .to(device, non_blocking=True)")
-            .act("cache decoded samples, or move decoding and augmentation off the step"),
+        f.act(|| "raise DataLoader num_workers, with persistent_workers=True")
+            .act(|| "pin_memory=True and .to(device, non_blocking=True)")
+            .act(|| "cache decoded samples, or move decoding and augmentation off the step"),
     )
 }
 
@@ -110,33 +112,37 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
     if !few && !saturated {
         return None;
     }
-    let title = format!(
-        "{workers:.0} DataLoader workers cannot keep up: data loading takes {} of each step",
-        pct(share)
-    );
-    let mut f = data_evidence(v, Finding::enter(Severity::Warn, title), share, data, step);
+    let title = || {
+        format!(
+            "{workers:.0} DataLoader workers cannot keep up: data loading takes {} of each step",
+            pct(share)
+        )
+    };
+    let mut f = data_evidence(v, v.enter(Severity::Warn, title), share, data, step);
     let source = if observed.is_some() {
         "running"
     } else {
         "configured (num_workers)"
     };
-    f = f.why(match cores {
+    f = f.why(|| match cores {
         Some(c) => format!("{workers:.0} workers {source} for {c:.0} usable cores"),
         None => format!("{workers:.0} workers {source}"),
     });
     if let (Some(b), true) = (busy, saturated) {
-        f = f.why(format!(
-            "the workers average {b:.0}% CPU each while the host is at {:.0}%",
-            host_cpu.unwrap_or(0.0)
-        ));
+        f = f.why(|| {
+            format!(
+                "the workers average {b:.0}% CPU each while the host is at {:.0}%",
+                host_cpu.unwrap_or(0.0)
+            )
+        });
     }
     let suggest = cores.map_or(8.0, |c| (c - 1.0).clamp(workers + 2.0, 16.0));
     Some(
-        f.act(format!(
+        f.act(|| format!(
             "num_workers={suggest:.0} (a few per GPU, below the usable cores), persistent_workers=True"
         ))
-        .act("prefetch_factor=4 so that batches are ready before the step asks")
-        .act("pin_memory=True"),
+        .act(|| "prefetch_factor=4 so that batches are ready before the step asks")
+        .act(|| "pin_memory=True"),
     )
 }
 
@@ -163,25 +169,26 @@ fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
     if cpu < k.get("cpu-pct") {
         return None;
     }
-    let title = format!(
-        "the CPUs are saturated ({cpu:.0}%) and data loading takes {} of each step",
-        pct(share)
-    );
-    let mut f = data_evidence(v, Finding::enter(Severity::Warn, title), share, data, step);
-    f = f.why(format!(
-        "host CPU {cpu:.0}% over the last {:.0} s",
-        v.cfg.window_seconds
-    ));
+    let title = || {
+        format!(
+            "the CPUs are saturated ({cpu:.0}%) and data loading takes {} of each step",
+            pct(share)
+        )
+    };
+    let mut f = data_evidence(v, v.enter(Severity::Warn, title), share, data, step);
+    f = f.why(|| {
+        format!(
+            "host CPU {cpu:.0}% over the last {:.0} s",
+            v.cfg.window_seconds
+        )
+    });
     if let Some(h) = v.host() {
-        f = f.why(format!(
-            "load average {:.1} on {} CPUs",
-            h.load_avg[0], h.cpus
-        ));
+        f = f.why(|| format!("load average {:.1} on {} CPUs", h.load_avg[0], h.cpus));
     }
     Some(
-        f.act("cheaper preprocessing: decode at lower resolution, simpler augmentation")
-            .act("decode and augment on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)")
-            .act("preprocess once and cache the result, instead of every epoch"),
+        f.act(|| "cheaper preprocessing: decode at lower resolution, simpler augmentation")
+            .act(|| "decode and augment on the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on cuda)")
+            .act(|| "preprocess once and cache the result, instead of every epoch"),
     )
 }
 
@@ -217,17 +224,21 @@ fn cache_ineffective(v: &View, k: &Knobs) -> Option<Finding> {
         (Some(_), Some(s)) if s >= k.get("data-share") => Some(Severity::Crit),
         (l, _) => l,
     };
-    let title = format!("the sample cache hits only {} of lookups", pct(rate));
-    let mut f = graded(level, title).why(format!("recent cache hit rate {}", pct(rate)));
+    let title = || format!("the sample cache hits only {} of lookups", pct(rate));
+    let mut f = v
+        .graded(level, title)
+        .why(|| format!("recent cache hit rate {}", pct(rate)));
     if let Some(s) = share {
-        f = f.why(format!("data loading takes {} of each step", pct(s)));
+        f = f.why(|| format!("data loading takes {} of each step", pct(s)));
     }
     if let (Some(used), Some(total)) = (v.m.cache.memory_used_mb, v.m.cache.memory_total_mb) {
-        f = f.why(format!("cache memory {used:.0} MB of {total:.0} MB"));
+        f = f.why(|| format!("cache memory {used:.0} MB of {total:.0} MB"));
     }
     Some(
-        f.act("make the cache larger, or cache what is reused (decoded samples, not raw bytes)")
-            .act("share one cache between DataLoader workers (shared memory), not one per worker")
-            .act("check the cache key: augmented or randomly cropped inputs never hit"),
+        f.act(|| "make the cache larger, or cache what is reused (decoded samples, not raw bytes)")
+            .act(
+                || "share one cache between DataLoader workers (shared memory), not one per worker",
+            )
+            .act(|| "check the cache key: augmented or randomly cropped inputs never hit"),
     )
 }

@@ -1,7 +1,7 @@
 //! Host memory: pressure with its time to exhaustion, and DataLoader workers that each hold a
 //! copy of what they should share.
 
-use super::{Rule, View, gib, grade, graded, p, pct};
+use super::{Rule, View, gib, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::record::EventKind;
@@ -66,31 +66,35 @@ fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         (Some(None), false) => None,
         (None, false) => return None,
     };
-    let title = match minutes {
+    let title = || match minutes {
         Some(m) => format!(
             "host memory {} used; at this rate it runs out in {m:.0} min",
             pct(1.0 - share)
         ),
         None => format!("host memory {} used", pct(1.0 - share)),
     };
-    let mut f = graded(level, title).why(format!("{} available of {}", gib(avail), gib(total)));
+    let mut f = v
+        .graded(level, title)
+        .why(|| format!("{} available of {}", gib(avail), gib(total)));
     if let Some(t) = trend.filter(|t| *t < 0.0) {
-        f = f.why(format!(
-            "available memory falls by {:.0} MiB per minute",
-            -t * 60.0 / f64::from(1 << 20)
-        ));
+        f = f.why(|| {
+            format!(
+                "available memory falls by {:.0} MiB per minute",
+                -t * 60.0 / f64::from(1 << 20)
+            )
+        });
     }
     if swap > 0.0 {
-        f = f.why(format!("{swap:.0} pages swapped in per second"));
+        f = f.why(|| format!("{swap:.0} pages swapped in per second"));
     }
     if logged {
-        f = f.why("the log warns that memory is critical");
+        f = f.why(|| "the log warns that memory is critical");
     }
     Some(
-        f.act(
+        f.act(||
             "find what grows: steptop probe shows the trainer's and each worker's private memory",
         )
-        .act("fewer DataLoader workers, or a cache shared between them"),
+        .act(|| "fewer DataLoader workers, or a cache shared between them"),
     )
 }
 
@@ -145,33 +149,37 @@ fn worker_memory_blowup(v: &View, k: &Knobs) -> Option<Finding> {
         return None;
     }
     let n = private.len();
-    let title = if copies {
-        format!(
-            "each of {n} DataLoader workers holds its own {} copy",
-            gib(mean)
-        )
-    } else {
-        format!("the {n} DataLoader workers' memory keeps growing")
+    let title = || {
+        if copies {
+            format!(
+                "each of {n} DataLoader workers holds its own {} copy",
+                gib(mean)
+            )
+        } else {
+            format!("the {n} DataLoader workers' memory keeps growing")
+        }
     };
-    let mut f = Finding::enter(Severity::Warn, title).why(format!(
-        "{n} workers hold {} private memory each ({} together)",
-        gib(mean),
-        gib(total)
-    ));
+    let mut f = v.enter(Severity::Warn, title).why(|| {
+        format!(
+            "{n} workers hold {} private memory each ({} together)",
+            gib(mean),
+            gib(total)
+        )
+    });
     if let Some(g) = growth.filter(|g| *g > 0.0) {
-        f = f.why(format!(
-            "their private memory grows by {g:.0} MiB per minute"
-        ));
+        f = f.why(|| format!("their private memory grows by {g:.0} MiB per minute"));
     }
     if let Some(h) = v.host() {
-        f = f.why(format!(
-            "host memory {} used",
-            pct(1.0 - h.mem_available_bytes as f64 / h.mem_total_bytes.max(1) as f64)
-        ));
+        f = f.why(|| {
+            format!(
+                "host memory {} used",
+                pct(1.0 - h.mem_available_bytes as f64 / h.mem_total_bytes.max(1) as f64)
+            )
+        });
     }
     Some(
-        f.act("keep the cache in shared memory (numpy memmap, torch tensors in shared memory, LMDB) instead of a Python object per worker")
-            .act("build read-only data before the workers fork, as numpy arrays: Python lists of objects get copied by refcount writes")
-            .act("fewer workers, or persistent_workers=True so that caches are not rebuilt each epoch"),
+        f.act(|| "keep the cache in shared memory (numpy memmap, torch tensors in shared memory, LMDB) instead of a Python object per worker")
+            .act(|| "build read-only data before the workers fork, as numpy arrays: Python lists of objects get copied by refcount writes")
+            .act(|| "fewer workers, or persistent_workers=True so that caches are not rebuilt each epoch"),
     )
 }

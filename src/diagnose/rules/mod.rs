@@ -69,14 +69,6 @@ fn grade(x: f64, warn: f64, crit: f64, exit: f64) -> Option<Option<Severity>> {
     }
 }
 
-/// A finding at the grade `grade` gave.
-fn graded(level: Option<Severity>, title: String) -> Finding {
-    match level {
-        Some(s) => Finding::enter(s, title),
-        None => Finding::stay(title),
-    }
-}
-
 fn pct(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }

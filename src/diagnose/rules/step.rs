@@ -1,7 +1,7 @@
 //! Where the step's time goes beyond the input: time no log accounts for, one forward stage
 //! that dominates, a larger batch that bought nothing, steps slower than the run's own norm.
 
-use super::{Rule, View, grade, graded, p, pct};
+use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 
@@ -29,30 +29,32 @@ pub const UNLOGGED_TIME: Rule = Rule {
 fn unlogged_time(v: &View, k: &Knobs) -> Option<Finding> {
     let forward = v.forward_ms()?;
     let unlogged = v.unlogged_ms()?;
-    let step = v.step_ms()?.mean;
+    let step = v.step_mean()?;
     if step <= 0.0 {
         return None;
     }
     let share = unlogged / step;
     let level = grade(share, k.get("share"), f64::INFINITY, k.get("exit"))?.map(|_| Severity::Info);
-    let title = format!(
-        "{} of each step is not in any log: backward and optimizer",
-        pct(share)
-    );
-    let mut f = graded(level, title)
-        .why(format!(
+    let title = || {
+        format!(
+            "{} of each step is not in any log: backward and optimizer",
+            pct(share)
+        )
+    };
+    let mut f = v.graded(level, title)
+        .why(|| format!(
             "the logged stages cover {forward:.0} ms of a {step:.0} ms step; {unlogged:.0} ms is not logged"
         ))
-        .why(format!(
+        .why(|| format!(
             "backward + optimizer take {:.1}x the forward",
             unlogged / forward.max(1e-9)
         ));
     if v.m.facts.gradient_checkpointing == Some(true) {
-        f = f.why("gradient checkpointing is on: the backward recomputes the forward");
+        f = f.why(|| "gradient checkpointing is on: the backward recomputes the forward");
     }
     Some(
-        f.act("time the backward and the optimizer too: torch.cuda.Event around loss.backward() and optimizer.step()")
-            .act("profile one step with torch.profiler before optimising the forward alone"),
+        f.act(|| "time the backward and the optimizer too: torch.cuda.Event around loss.backward() and optimizer.step()")
+            .act(|| "profile one step with torch.profiler before optimising the forward alone"),
     )
 }
 
@@ -88,33 +90,32 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
     let even = 1.0 / n as f64;
     let dominant = share >= k.get("share") && share >= k.get("even-factor") * even;
     let f = if dominant {
-        Finding::enter(
-            Severity::Warn,
-            format!("{name} takes {} of the forward", pct(share)),
-        )
+        v.enter(Severity::Warn, || {
+            format!("{name} takes {} of the forward", pct(share))
+        })
     } else if share >= k.get("exit") && share >= k.get("even-factor") * even * 0.8 {
-        Finding::stay(format!("{name} takes {} of the forward", pct(share)))
+        v.stay(|| format!("{name} takes {} of the forward", pct(share)))
     } else {
         return None;
     };
-    let mut f = f.why(format!(
-        "{name}: {ms:.0} ms of a {:.0} ms forward ({}; {n} stages, an even share is {})",
-        ms / share,
-        pct(share),
-        pct(even)
-    ));
+    let mut f = f.why(|| {
+        format!(
+            "{name}: {ms:.0} ms of a {:.0} ms forward ({}; {n} stages, an even share is {})",
+            ms / share,
+            pct(share),
+            pct(even)
+        )
+    });
     if let Some(&(next, next_ms, _)) = shares.get(1) {
-        f = f.why(format!("the next largest is {next} at {next_ms:.0} ms"));
+        f = f.why(|| format!("the next largest is {next} at {next_ms:.0} ms"));
     }
-    if let Some(step) = v.step_ms() {
-        f = f.gain(ms / 2.0 / step.mean);
+    if let Some(step) = v.step_mean() {
+        f = f.gain(ms / 2.0 / step);
     }
     Some(
-        f.act(format!(
-            "profile {name} alone (torch.profiler with record_function around it)"
-        ))
-        .act("look there for fp32 islands, unfused attention, or Python loops")
-        .act("if it is memory-bound, bf16 and fused kernels (torch.compile) help most"),
+        f.act(|| format!("profile {name} alone (torch.profiler with record_function around it)"))
+            .act(|| "look there for fp32 islands, unfused attention, or Python loops")
+            .act(|| "if it is memory-bound, bf16 and fused kernels (torch.compile) help most"),
     )
 }
 
@@ -153,33 +154,32 @@ fn batch_scaling(v: &View, k: &Knobs) -> Option<Finding> {
     if s1 >= k.get("samples-gain") * s0 {
         return None;
     }
-    let title = format!(
-        "batch {:.0} -> {:.0} did not raise samples/s ({s0:.1} -> {s1:.1})",
-        before.batch, last.batch
-    );
-    let mut f = Finding::enter(Severity::Warn, title)
-        .why(format!(
-            "batch {:.0}: {i0:.2} it/s, {s0:.1} samples/s",
-            before.batch
-        ))
-        .why(format!(
-            "batch {:.0}: {i1:.2} it/s, {s1:.1} samples/s",
-            last.batch
-        ));
+    let title = || {
+        format!(
+            "batch {:.0} -> {:.0} did not raise samples/s ({s0:.1} -> {s1:.1})",
+            before.batch, last.batch
+        )
+    };
+    let mut f = v
+        .enter(Severity::Warn, title)
+        .why(|| format!("batch {:.0}: {i0:.2} it/s, {s0:.1} samples/s", before.batch))
+        .why(|| format!("batch {:.0}: {i1:.2} it/s, {s1:.1} samples/s", last.batch));
     let data = v.data_share();
     f = match (data, v.gpu_util()) {
-        (Some(d), _) if d >= 0.10 => f.why(format!(
-            "data loading takes {} of each step: the input caps samples/s",
-            pct(d)
-        )),
-        (_, Some(u)) => f.why(format!(
-            "GPU utilization {u:.0}%: the GPU was already saturated at the smaller batch"
-        )),
-        _ => f.why("the GPU was likely saturated already, or the input caps samples/s"),
+        (Some(d), _) if d >= 0.10 => f.why(|| {
+            format!(
+                "data loading takes {} of each step: the input caps samples/s",
+                pct(d)
+            )
+        }),
+        (_, Some(u)) => f.why(|| {
+            format!("GPU utilization {u:.0}%: the GPU was already saturated at the smaller batch")
+        }),
+        _ => f.why(|| "the GPU was likely saturated already, or the input caps samples/s"),
     };
     Some(
-        f.act("keep the smaller batch unless the larger one helps convergence")
-            .act("check GPU utilization and data_time at the smaller batch to see which limit it hit"),
+        f.act(|| "keep the smaller batch unless the larger one helps convergence")
+            .act(|| "check GPU utilization and data_time at the smaller batch to see which limit it hit"),
     )
 }
 
@@ -210,29 +210,34 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
     if (run.count() as f64) < k.get("min-steps") {
         return None;
     }
-    let norm = run.quantile(0.5)?;
-    let recent = v.step_ms()?.p50;
+    // The run's mean is O(1) to read, where its median would walk a histogram every step.
+    let norm = run.mean()?;
+    let recent =
+        v.m.merged
+            .step_time_ms
+            .recent
+            .mean_last_but_max(v.cfg.window_steps)?;
     let ratio = recent / norm;
     let level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
-    let title = format!(
-        "steps are {:.0}% slower than this run's norm",
-        (ratio - 1.0) * 100.0
-    );
-    let mut f = graded(level, title).why(format!(
-        "recent median step {recent:.0} ms against {norm:.0} ms over the run"
-    ));
+    let title = || {
+        format!(
+            "steps are {:.0}% slower than this run's norm",
+            (ratio - 1.0) * 100.0
+        )
+    };
+    let mut f = v.graded(level, title).why(|| {
+        format!("recent steps take {recent:.0} ms against a mean of {norm:.0} ms over the run")
+    });
     let others: Vec<&str> = v
-        .diagnosis
-        .active()
-        .map(|a| a.rule)
+        .active_rules()
         .filter(|r| *r != "throughput_drift" && *r != "compute_bound")
         .collect();
     if !others.is_empty() {
-        f = f.why(format!("active at the same time: {}", others.join(", ")));
+        f = f.why(|| format!("active at the same time: {}", others.join(", ")));
     }
     Some(
         f.gain(1.0 - 1.0 / ratio).act(
-            "see what else changed: other jobs on the node, GPU clocks, data on a slower disk",
+            || "see what else changed: other jobs on the node, GPU clocks, data on a slower disk",
         ),
     )
 }
