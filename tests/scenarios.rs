@@ -1,6 +1,11 @@
 //! Every fixtures/runs/<scenario>/ through the real `steptop report --format json`, checked
 //! against its expected.toml: `args` are the files in order, each `[[expect]]` a dotted path into
-//! the report with `equals` or `approx` + `tol`. Adding a scenario means adding a folder.
+//! the report with `equals` or `approx` + `tol`. The diagnosis: `verdict` (a rule id, or
+//! "none"), `only` (every rule raised is one of these), `never` (rules that must not be
+//! raised), and each `[[alert]]` an alert that must be raised: `rule`, and optionally
+//! `severity`, `first_step` (± `first_step_tol`), `cleared` (true/false), `title` and
+//! `evidence` (text that its title, or one of its evidence lines, contains). Adding a scenario
+//! means adding a folder.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,6 +46,100 @@ fn check(report: &Json, want: &toml::Table) -> Option<String> {
     (!equal).then(|| format!("{path}: want {:?}, got {got}", want.get("equals")))
 }
 
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether one raised alert matches an `[[alert]]` table; None when it does, else why not.
+fn alert_mismatch(a: &Json, want: &toml::Table) -> Option<String> {
+    if let Some(sev) = want.get("severity").and_then(Value::as_str)
+        && a["severity"] != sev
+    {
+        return Some(format!("severity {}", a["severity"]));
+    }
+    if let Some(step) = want.get("first_step").and_then(Value::as_integer) {
+        let tol = want
+            .get("first_step_tol")
+            .and_then(Value::as_integer)
+            .unwrap_or(0);
+        let got = a["first_step"].as_i64();
+        if got.is_none_or(|g| (g - step).abs() > tol) {
+            return Some(format!("first_step {}", a["first_step"]));
+        }
+    }
+    if let Some(cleared) = want.get("cleared").and_then(Value::as_bool)
+        && a["cleared_step"].is_null() == cleared
+    {
+        return Some(format!("cleared_step {}", a["cleared_step"]));
+    }
+    if let Some(t) = want.get("title").and_then(Value::as_str)
+        && !a["title"].as_str().is_some_and(|x| x.contains(t))
+    {
+        return Some(format!("title {}", a["title"]));
+    }
+    if let Some(e) = want.get("evidence").and_then(Value::as_str) {
+        let lines = a["evidence"].as_array().cloned().unwrap_or_default();
+        if !lines
+            .iter()
+            .any(|l| l.as_str().is_some_and(|x| x.contains(e)))
+        {
+            return Some(format!("evidence {}", a["evidence"]));
+        }
+    }
+    None
+}
+
+fn check_diagnosis(report: &Json, expected: &toml::Table) -> Vec<String> {
+    let mut failures = Vec::new();
+    let alerts = report["alerts"].as_array().cloned().unwrap_or_default();
+    let raised: Vec<&str> = alerts.iter().filter_map(|a| a["rule"].as_str()).collect();
+    if let Some(v) = expected.get("verdict").and_then(Value::as_str) {
+        let got = report["verdict"]["rule"].as_str().unwrap_or("none");
+        if got != v {
+            failures.push(format!("verdict: want {v}, got {got}"));
+        }
+    }
+    let only = strings(expected.get("only"));
+    if expected.contains_key("only") {
+        for r in raised.iter().filter(|r| !only.iter().any(|o| o == *r)) {
+            failures.push(format!("{r} raised, but only {only:?} may be"));
+        }
+    }
+    for r in strings(expected.get("never")) {
+        if raised.contains(&r.as_str()) {
+            failures.push(format!("{r} raised, but never should be"));
+        }
+    }
+    for want in expected
+        .get("alert")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_table)
+    {
+        let rule = want.get("rule").and_then(Value::as_str).unwrap_or_default();
+        let of_rule: Vec<&Json> = alerts.iter().filter(|a| a["rule"] == rule).collect();
+        if of_rule.is_empty() {
+            failures.push(format!("{rule}: not raised (raised: {raised:?})"));
+            continue;
+        }
+        let whys: Vec<String> = of_rule
+            .iter()
+            .filter_map(|a| alert_mismatch(a, want))
+            .collect();
+        if whys.len() == of_rule.len() {
+            failures.push(format!("{rule}: no alert matches: {}", whys.join("; ")));
+        }
+    }
+    failures
+}
+
 #[test]
 fn every_scenario_reports_as_expected() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs");
@@ -50,8 +149,8 @@ fn every_scenario_reports_as_expected() {
         .collect();
     dirs.sort();
     assert!(
-        dirs.len() >= 2,
-        "the two scenarios from the users' write-ups are missing"
+        dirs.len() >= 7,
+        "scenarios from the users' write-ups are missing"
     );
     let mut failures = Vec::new();
     for dir in &dirs {
@@ -75,9 +174,18 @@ fn every_scenario_reports_as_expected() {
             String::from_utf8_lossy(&out.stderr)
         );
         let report: Json = serde_json::from_slice(&out.stdout).unwrap();
-        let expects = expected["expect"].as_array().unwrap();
-        assert!(!expects.is_empty());
-        for want in expects {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        failures.extend(
+            check_diagnosis(&report, &expected)
+                .into_iter()
+                .map(|why| format!("{name}: {why}")),
+        );
+        let expects = expected
+            .get("expect")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for want in &expects {
             if let Some(why) = check(&report, want.as_table().unwrap()) {
                 failures.push(format!(
                     "{}: {why}",

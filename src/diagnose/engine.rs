@@ -280,7 +280,10 @@ impl Diagnosis {
                 alert.last_step = step.or(alert.last_step);
                 alert.gain = f.gain;
                 let escalate = f.enter.filter(|s| *s > alert.severity);
-                if escalate.is_some() || now - state.refreshed >= REFRESH_EVERY {
+                // Words are refreshed while the symptom is there at the alert's severity, so
+                // that a cleared alert keeps the evidence of the symptom, not of its fading.
+                let full = f.enter.is_some_and(|s| s >= alert.severity);
+                if escalate.is_some() || (full && now - state.refreshed >= REFRESH_EVERY) {
                     state.refreshed = now;
                     if let Some(words) = describe().filter(|w| w.stay) {
                         reword(alert, words);

@@ -65,7 +65,7 @@ fn gpu_starved(v: &View, k: &Knobs) -> Option<Finding> {
     }
     f = f.why(|| format!("the trainer's busiest thread is at {thread:.0}% of a core"));
     if let Some(d) = data {
-        f = f.why(|| format!("data loading takes only {} of each step", pct(d)));
+        f = f.why(|| format!("data loading takes only {:.1}% of each step", d * 100.0));
     }
     if let Some(util) = v.gpu_util() {
         f = f.gain(1.0 - util / 100.0);

@@ -72,8 +72,9 @@ pub const LOADER_WORKERS_STARVED: Rule = Rule {
         p(
             "share",
             0.10,
-            "data_time share of step time from which the rule looks at workers",
+            "data_time share of step time from which the rule looks at workers (warn)",
         ),
+        p("crit", 0.20, "data_time share that makes it critical"),
         p(
             "few-workers",
             2.0,
@@ -118,7 +119,12 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
             pct(share)
         )
     };
-    let mut f = data_evidence(v, v.enter(Severity::Warn, title), share, data, step);
+    let severity = if share >= k.get("crit") {
+        Severity::Crit
+    } else {
+        Severity::Warn
+    };
+    let mut f = data_evidence(v, v.enter(severity, title), share, data, step);
     let source = if observed.is_some() {
         "running"
     } else {
