@@ -80,6 +80,7 @@ fn the_shipped_sample_config_is_the_defaults() {
     let defaults = steptop::config::Config::default_checked();
     assert_eq!(cfg.model, defaults.model);
     assert_eq!(cfg.poll_ms, defaults.poll_ms);
+    assert_eq!(cfg.diagnose, defaults.diagnose);
 }
 
 #[test]

@@ -75,7 +75,7 @@ impl Default for DiagnoseSection {
 }
 
 /// The checked knobs the engine runs with.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DiagnoseConfig {
     pub window_steps: usize,
     pub window_seconds: f64,

@@ -122,6 +122,26 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_documents_every_rule_and_knob() {
+        let readme = include_str!("../../../README.md");
+        for r in RULES {
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", r.id)))
+                .unwrap_or_else(|| panic!("README has no row for {}", r.id));
+            for q in r.params {
+                assert!(
+                    row.contains(&format!("`{}` {:?}", q.key, q.default)),
+                    "README row of {} lacks `{}` {:?}",
+                    r.id,
+                    q.key,
+                    q.default
+                );
+            }
+        }
+    }
+
+    #[test]
     fn grades() {
         assert_eq!(grade(0.25, 0.1, 0.2, 0.07), Some(Some(Severity::Crit)));
         assert_eq!(grade(0.12, 0.1, 0.2, 0.07), Some(Some(Severity::Warn)));
