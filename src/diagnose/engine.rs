@@ -200,7 +200,7 @@ impl Diagnosis {
                 Basis::Steps => (self.scored as f64, log_time),
                 Basis::Events => (self.steps_seen as f64, log_time),
                 Basis::Seconds => {
-                    let t = m.hardware.latest.as_ref().map_or(log_time, |s| s.time);
+                    let t = m.hardware.latest().map_or(log_time, |s| s.time);
                     (t, t)
                 }
             };
@@ -226,28 +226,12 @@ impl Diagnosis {
     /// its basis: the crash hides the low utilization that follows it.
     fn clear_hidden(&mut self, step: Option<u64>, time: f64) {
         for (i, rule) in RULES.iter().enumerate() {
-            let Some((a, _)) = self.states[i].active else {
-                continue;
-            };
-            if !rule.hidden_by.iter().any(|h| self.active_ids.contains(h)) {
+            let hidden = rule.hidden_by.iter().any(|h| self.active_ids.contains(h));
+            if self.states[i].active.is_none() || !hidden {
                 continue;
             }
-            let alert = &mut self.alerts[a];
-            alert.cleared_step = step;
-            alert.cleared_time = Some(time);
-            let sev = alert.severity;
             // Not a cool-down: the symptom did not go, it was explained.
-            self.states[i] = RuleState::default();
-            self.active_ids.retain(|id| *id != rule.id);
-            push_change(
-                &mut self.changes,
-                time,
-                step,
-                rule.id,
-                sev,
-                ChangeKind::Cleared,
-                a,
-            );
+            self.clear(i, None, step, time);
         }
     }
 
@@ -305,21 +289,7 @@ impl Diagnosis {
             }
             let since = *state.leaving.get_or_insert(now);
             if held(since) && now - raised_at >= dwell {
-                alert.cleared_step = step;
-                alert.cleared_time = Some(time);
-                state.cleared = Some((now, alert.severity));
-                state.active = None;
-                state.leaving = None;
-                let sev = alert.severity;
-                push_change(
-                    &mut self.changes,
-                    time,
-                    step,
-                    rule,
-                    sev,
-                    ChangeKind::Cleared,
-                    a,
-                );
+                self.clear(i, Some(now), step, time);
             }
             return;
         }
@@ -366,6 +336,35 @@ impl Diagnosis {
             rule,
             sev,
             ChangeKind::Raised,
+            a,
+        );
+    }
+}
+
+impl Diagnosis {
+    /// Clears rule `i`'s active alert; `cooldown_from` starts its cool-down (None when it was
+    /// explained by another alert rather than gone).
+    fn clear(&mut self, i: usize, cooldown_from: Option<f64>, step: Option<u64>, time: f64) {
+        let Some((a, _)) = self.states[i].active else {
+            return;
+        };
+        let alert = &mut self.alerts[a];
+        alert.cleared_step = step;
+        alert.cleared_time = Some(time);
+        let sev = alert.severity;
+        self.states[i] = RuleState {
+            cleared: cooldown_from.map(|now| (now, sev)),
+            ..RuleState::default()
+        };
+        let rule = RULES[i].id;
+        self.active_ids.retain(|id| *id != rule);
+        push_change(
+            &mut self.changes,
+            time,
+            step,
+            rule,
+            sev,
+            ChangeKind::Cleared,
             a,
         );
     }

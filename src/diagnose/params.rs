@@ -37,13 +37,6 @@ impl Basis {
             Basis::Events => [1.0, 20.0, 0.0],
         }
     }
-
-    pub fn unit(self) -> &'static str {
-        match self {
-            Basis::Steps | Basis::Events => "steps",
-            Basis::Seconds => "seconds",
-        }
-    }
 }
 
 /// `[diagnose]` as written.

@@ -169,23 +169,13 @@ impl<'a> View<'a> {
         let since = self
             .m
             .hardware
-            .latest
-            .as_ref()
+            .latest()
             .map_or(f64::INFINITY, |s| s.time - self.cfg.window_seconds);
         self.m
             .hardware
             .recent
             .iter()
             .filter(move |s| s.time >= since)
-    }
-
-    /// Seconds the window's samples span.
-    pub fn sampled_seconds(&self) -> f64 {
-        let mut it = self.samples();
-        match (it.next(), it.last()) {
-            (Some(a), Some(b)) => b.time - a.time,
-            _ => 0.0,
-        }
     }
 
     /// Mean of `f` over the window's readings of working GPUs.
@@ -236,7 +226,7 @@ impl<'a> View<'a> {
     }
 
     pub fn latest(&self) -> Option<&'a Sample> {
-        self.m.hardware.latest.as_ref()
+        self.m.hardware.latest()
     }
 
     pub fn trainer(&self) -> Option<&'a TrainerReading> {

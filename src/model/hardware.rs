@@ -14,8 +14,7 @@ const RECENT_SECONDS: f64 = 600.0;
 /// What the samples said, kept bounded: statistics, and the last minutes of readings.
 #[derive(Clone, Debug, Default)]
 pub struct Hardware {
-    pub latest: Option<Sample>,
-    /// The readings of the last minutes, oldest first (the latest is also `latest`).
+    /// The readings of the last minutes, oldest first.
     pub recent: VecDeque<Sample>,
     pub samples: u64,
     pub gpus: BTreeMap<u32, GpuStats>,
@@ -89,9 +88,13 @@ impl Hardware {
         {
             self.recent.pop_front();
         }
-        self.recent.push_back(s.clone());
-        self.latest = Some(s);
+        self.recent.push_back(s);
         changes
+    }
+
+    /// The latest reading.
+    pub fn latest(&self) -> Option<&Sample> {
+        self.recent.back()
     }
 }
 

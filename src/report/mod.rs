@@ -118,6 +118,8 @@ pub struct Report {
     pub verdict: Option<Alert>,
     /// Every alert raised, in order, with its first and last step and its clear time.
     pub alerts: Vec<Alert>,
+    /// Alerts raised after the first 500, counted but not listed.
+    pub alerts_dropped: u64,
     pub checklist: Vec<Item>,
     /// What the hardware samples of a recording said; null for plain logs.
     pub hardware: Option<HardwareOut>,
@@ -174,7 +176,7 @@ fn hardware(m: &Model) -> Option<HardwareOut> {
         trainer_cpu_pct: Quantiles::of(&h.trainer_cpu_pct),
         busiest_thread_cpu_pct: Quantiles::of(&h.busiest_thread_cpu_pct),
         workers: Quantiles::of(&h.workers),
-        gpu_error: h.latest.as_ref().and_then(|s| s.gpu_error.clone()),
+        gpu_error: h.latest().and_then(|s| s.gpu_error.clone()),
     })
 }
 
@@ -393,6 +395,7 @@ impl Report {
                 .collect(),
             verdict: a.diagnosis.verdict().cloned(),
             alerts: a.diagnosis.alerts.clone(),
+            alerts_dropped: a.diagnosis.alerts_dropped,
             checklist: checklist::evaluate(m, &a.diagnosis),
             hardware: hardware(m),
         }

@@ -16,7 +16,7 @@ use super::{Finding, Severity};
 pub struct Rule {
     pub id: &'static str,
     pub basis: Basis,
-    /// What it detects, in one line (for docs and `--help`-like listings).
+    /// What it detects, in one line: the README's rule table says it (a test checks).
     pub summary: &'static str,
     pub params: &'static [Param],
     /// A detail of where the time goes (a hot stage, unlogged time, a config hint) rather
@@ -129,6 +129,11 @@ mod tests {
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{}` |", r.id)))
                 .unwrap_or_else(|| panic!("README has no row for {}", r.id));
+            assert!(
+                row.contains(r.summary),
+                "README row of {} lacks its summary",
+                r.id
+            );
             for q in r.params {
                 assert!(
                     row.contains(&format!("`{}` {:?}", q.key, q.default)),
