@@ -53,9 +53,11 @@ impl Monitor {
                 stamp,
                 info,
                 records,
+                text,
                 ..
             } => {
                 let changed = !records.is_empty();
+                self.model.line(&text);
                 self.source(stamp.source)
                     .stats
                     .count(stamp.line, &info, records.len());

@@ -5,7 +5,8 @@
 //! raised), and each `[[alert]]` an alert that must be raised: `rule`, and optionally
 //! `severity`, `first_step` (± `first_step_tol`), `cleared` (true/false), `title` and
 //! `evidence` (text that its title, or one of its evidence lines, contains). Adding a scenario
-//! means adding a folder.
+//! means adding a folder. Every rule must be proven by some scenario in full: an `[[alert]]`
+//! with its severity, first step, evidence and whether it clears.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -153,9 +154,11 @@ fn every_scenario_reports_as_expected() {
         "scenarios from the users' write-ups are missing"
     );
     let mut failures = Vec::new();
+    let mut covered: Vec<String> = Vec::new();
     for dir in &dirs {
         let expected: toml::Table =
             toml::from_str(&std::fs::read_to_string(dir.join("expected.toml")).unwrap()).unwrap();
+        covered.extend(fully_expected(&expected));
         let args: Vec<PathBuf> = expected["args"]
             .as_array()
             .unwrap()
@@ -194,5 +197,31 @@ fn every_scenario_reports_as_expected() {
             }
         }
     }
+    for rule in steptop::diagnose::rules::RULES {
+        if !covered.iter().any(|c| c == rule.id) {
+            failures.push(format!(
+                "{}: no scenario expects it with its severity, first step, evidence and whether it clears",
+                rule.id
+            ));
+        }
+    }
     assert!(failures.is_empty(), "\n  {}", failures.join("\n  "));
+}
+
+/// The rules a scenario proves in full: an `[[alert]]` that names the severity, the first
+/// step, a piece of evidence and whether it clears.
+fn fully_expected(expected: &toml::Table) -> Vec<String> {
+    expected
+        .get("alert")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_table)
+        .filter(|a| {
+            ["severity", "first_step", "evidence", "cleared"]
+                .iter()
+                .all(|k| a.contains_key(*k))
+        })
+        .filter_map(|a| Some(a.get("rule")?.as_str()?.to_string()))
+        .collect()
 }

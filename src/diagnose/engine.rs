@@ -24,8 +24,9 @@ const REFRESH_EVERY: f64 = 10.0;
 pub enum Trigger {
     /// A step record (from any rank), with its step number.
     Step(Option<u64>),
-    /// A timing block closed, with the step it belongs to.
-    Block(Option<u64>),
+    /// A timing-log record, which may have closed a block (a header, a total, or the first
+    /// stage of the next block): evaluated as a step when it did.
+    Block,
     /// A hardware sample, at its time.
     Sample(f64),
     Event(EventKind),
@@ -36,8 +37,8 @@ impl Trigger {
     pub fn of(rec: &Record) -> Option<Trigger> {
         match rec {
             Record::Step(s) => Some(Trigger::Step(s.step)),
-            Record::StageTotal { step, .. } | Record::StageBlockStart { step } => {
-                Some(Trigger::Block(*step))
+            Record::StageTotal { .. } | Record::StageBlockStart { .. } | Record::Stage(_) => {
+                Some(Trigger::Block)
             }
             Record::Event { kind, .. } => Some(Trigger::Event(*kind)),
             _ => None,
@@ -58,6 +59,9 @@ struct RuleState {
     cleared: Option<(f64, Severity)>,
     /// When the active alert's words were last refreshed.
     refreshed: f64,
+    /// The words of the strongest moment so far (largest gain): a cleared alert keeps them,
+    /// while an active one shows the latest.
+    peak: Option<Finding>,
 }
 
 /// The alerts of a run so far.
@@ -69,6 +73,8 @@ pub struct Diagnosis {
     pub changes: Vec<Change>,
     /// Alerts raised beyond `ALERTS_KEPT`, counted only.
     pub alerts_dropped: u64,
+    /// Timing blocks closed so far, as last seen.
+    blocks: u64,
     /// Steps seen (distinct step numbers in arrival order) and scored.
     steps_seen: u64,
     scored: u64,
@@ -87,6 +93,7 @@ impl Diagnosis {
             alerts: Vec::new(),
             changes: Vec::new(),
             alerts_dropped: 0,
+            blocks: 0,
             steps_seen: 0,
             scored: 0,
             last_step: None,
@@ -98,7 +105,14 @@ impl Diagnosis {
     /// Evaluates what `trigger` concerns, after it reached `m`.
     pub fn after(&mut self, m: &Model, trigger: Trigger) {
         match trigger {
-            Trigger::Step(step) | Trigger::Block(step) => {
+            // A block is a step once it is closed, with all its stages.
+            Trigger::Block => {
+                if m.stages.blocks != self.blocks {
+                    self.blocks = m.stages.blocks;
+                    self.after(m, Trigger::Step(m.stages.last_closed));
+                }
+            }
+            Trigger::Step(step) => {
                 // Every rank logs each step: one evaluation per step, not per line.
                 if step.is_some() && self.last_step == Some(step) {
                     return;
@@ -265,11 +279,19 @@ impl Diagnosis {
                 alert.gain = f.gain;
                 let escalate = f.enter.filter(|s| *s > alert.severity);
                 // Words are refreshed while the symptom is there at the alert's severity, so
-                // that a cleared alert keeps the evidence of the symptom, not of its fading.
+                // that an alert never shows the evidence of its fading.
                 let full = f.enter.is_some_and(|s| s >= alert.severity);
                 if escalate.is_some() || (full && now - state.refreshed >= REFRESH_EVERY) {
                     state.refreshed = now;
                     if let Some(words) = describe().filter(|w| w.stay) {
+                        let strength = |f: &Finding| f.strength.or(f.gain).unwrap_or(0.0);
+                        if state
+                            .peak
+                            .as_ref()
+                            .is_none_or(|p| strength(&words) >= strength(p))
+                        {
+                            state.peak = Some(words.clone());
+                        }
                         reword(alert, words);
                     }
                 }
@@ -313,6 +335,7 @@ impl Diagnosis {
             return;
         }
         let f = describe().filter(|w| w.enter.is_some()).unwrap_or(f);
+        state.peak = Some(f.clone());
         let a = self.alerts.len();
         self.alerts.push(Alert {
             rule,
@@ -349,6 +372,9 @@ impl Diagnosis {
             return;
         };
         let alert = &mut self.alerts[a];
+        if let Some(peak) = self.states[i].peak.take() {
+            reword(alert, peak);
+        }
         alert.cleared_step = step;
         alert.cleared_time = Some(time);
         let sev = alert.severity;
@@ -516,6 +542,35 @@ mod tests {
             raised >= 2,
             "it does raise again after the cool-down: {raised}"
         );
+    }
+
+    #[test]
+    fn an_active_alert_shows_the_latest_words_and_a_cleared_one_its_strongest() {
+        let mut r = Run::new();
+        for _ in 0..40 {
+            r.step(40.0);
+        }
+        for _ in 0..40 {
+            r.step(25.0);
+        }
+        let a = r.alerts("data_loading_bound");
+        assert!(a[0].active());
+        assert!(
+            a[0].evidence[0].starts_with("data_time 25.0 ms"),
+            "{:?}",
+            a[0].evidence
+        );
+        for _ in 0..60 {
+            r.step(0.5);
+        }
+        let a = r.alerts("data_loading_bound");
+        assert!(!a[0].active());
+        assert!(
+            a[0].evidence[0].starts_with("data_time 40.0 ms"),
+            "{:?}",
+            a[0].evidence
+        );
+        assert_eq!(a[0].gain, Some(0.4));
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct Finding {
     pub gain: Option<f64>,
     /// What to change, in the user's terms, most useful first.
     pub actions: Vec<String>,
+    /// How strong the symptom is, in the rule's own measure (the gain when not set): an
+    /// alert that clears keeps the words of its strongest moment.
+    pub strength: Option<f64>,
     /// Whether the words are filled in.
     pub described: bool,
 }
@@ -66,6 +69,11 @@ impl Finding {
 
     pub fn gain(mut self, share: f64) -> Finding {
         self.gain = share.is_finite().then_some(share.clamp(0.0, 1.0));
+        self
+    }
+
+    pub fn strength(mut self, x: f64) -> Finding {
+        self.strength = x.is_finite().then_some(x);
         self
     }
 

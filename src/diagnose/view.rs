@@ -164,18 +164,31 @@ impl<'a> View<'a> {
         self.m.cache.recent_hit_rate.or(self.m.cache.hit_rate())
     }
 
-    /// Samples of the last window of seconds, oldest first.
+    /// Samples of the last window of seconds, oldest first; when steps came again after a
+    /// gap, only those since (the readings of the gap describe the gap, not the run).
     pub fn samples(&self) -> impl Iterator<Item = &'a Sample> + 'a {
         let since = self
             .m
             .hardware
             .latest()
             .map_or(f64::INFINITY, |s| s.time - self.cfg.window_seconds);
+        // The reading the resumed step came with was taken during the gap.
+        let resumed = self.m.timeline.resumed_at.unwrap_or(f64::NEG_INFINITY);
         self.m
             .hardware
             .recent
             .iter()
-            .filter(move |s| s.time >= since)
+            .filter(move |s| s.time >= since && s.time > resumed)
+    }
+
+    /// Whether steps are coming, by the samples' clock: the last one within half a window
+    /// (true when no step was ever parsed: the readings are all there is). Rules about a
+    /// working run's GPUs stay quiet while it is not stepping: that is `stalled`'s.
+    pub fn stepping(&self) -> bool {
+        match (self.m.timeline.step_clock.flatten(), self.latest()) {
+            (Some(at), Some(now)) => now.time - at <= self.cfg.window_seconds / 2.0,
+            _ => true,
+        }
     }
 
     /// Mean of `f` over the window's readings of working GPUs.
@@ -254,8 +267,20 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
+/// A straight line through points: its slope and how well it fits (r², 1 = every point on it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fit {
+    pub slope: f64,
+    pub r2: f64,
+}
+
 /// Least-squares slope of y over x; None for fewer than 3 points or no spread in x.
 pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    fit(points).map(|f| f.slope)
+}
+
+/// Least-squares line through the points; None for fewer than 3 points or no spread in x.
+pub fn fit(points: &[(f64, f64)]) -> Option<Fit> {
     if points.len() < 3 {
         return None;
     }
@@ -263,8 +288,21 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
     let my = points.iter().map(|p| p.1).sum::<f64>() / n;
     let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let syy: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
+    if sxx <= 0.0 {
+        return None;
+    }
+    // A flat line fits flat points perfectly.
+    let r2 = if syy > 0.0 {
+        sxy * sxy / (sxx * syy)
+    } else {
+        1.0
+    };
+    Some(Fit {
+        slope: sxy / sxx,
+        r2,
+    })
 }
 
 #[cfg(test)]
@@ -277,6 +315,10 @@ mod tests {
             .map(|i| (f64::from(i), 5.0 - 2.0 * f64::from(i)))
             .collect();
         assert!((slope(&pts).expect("slope") + 2.0).abs() < 1e-12);
+        assert!((fit(&pts).expect("fit").r2 - 1.0).abs() < 1e-12);
         assert_eq!(slope(&pts[..2]), None);
+        // A sawtooth has no trend to speak of.
+        let saw: Vec<(f64, f64)> = (0..40).map(|i| (f64::from(i), f64::from(i % 4))).collect();
+        assert!(fit(&saw).expect("fit").r2 < 0.1);
     }
 }

@@ -17,6 +17,8 @@ pub struct Hardware {
     /// The readings of the last minutes, oldest first.
     pub recent: VecDeque<Sample>,
     pub samples: u64,
+    /// Time of the first sample.
+    pub first_time: Option<f64>,
     pub gpus: BTreeMap<u32, GpuStats>,
     pub host_cpu_pct: RunStats,
     pub host_mem_used_bytes: RunStats,
@@ -48,6 +50,7 @@ impl Hardware {
     /// Folds a sample in; returns the GPUs that were lost or came back with it.
     pub fn apply(&mut self, s: Sample) -> Vec<GpuChange> {
         self.samples += 1;
+        self.first_time.get_or_insert(s.time);
         let mut changes = Vec::new();
         for g in &s.gpus {
             let stats = self.gpus.entry(g.index).or_default();

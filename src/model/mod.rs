@@ -6,6 +6,7 @@ pub mod cache;
 pub mod hardware;
 pub mod run;
 pub mod stages;
+pub mod timeline;
 pub mod window;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -18,6 +19,7 @@ use cache::CacheState;
 use hardware::{GpuChange, Hardware};
 use run::RankState;
 use stages::{Stages, StepFacts};
+use timeline::Timeline;
 
 /// Where and when a record was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -89,7 +91,15 @@ pub struct Model {
     pub summary: SummaryRecord,
     pub last_time: Option<f64>,
     pub hardware: Hardware,
+    pub timeline: Timeline,
+    /// The last lines of the logs as delivered in messages (live runs and recordings), for
+    /// what a crashed run said last.
+    pub tail: VecDeque<String>,
 }
+
+/// Lines kept in `Model::tail`, and the characters kept of each.
+const TAIL_LINES: usize = 5;
+const TAIL_CHARS: usize = 240;
 
 /// The training setup as the logs state it.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -102,10 +112,34 @@ pub struct Facts {
     pub gradient_checkpointing: Option<bool>,
     pub cudnn_benchmark: Option<bool>,
     pub total_steps: Option<u64>,
+    /// Settings the log stated twice with different values, oldest first: (key, first value,
+    /// later value).
+    #[serde(skip)]
+    pub changed: Vec<(&'static str, String, String)>,
 }
+
+/// Setting changes kept in `Facts::changed`.
+const CHANGES_KEPT: usize = 8;
 
 impl Facts {
     fn apply(&mut self, f: ConfigFact) {
+        // A setting a run should not change midway (the batch size and the step count may).
+        let before = match &f {
+            ConfigFact::NumWorkers(v) => show("num_workers", self.num_workers, v),
+            ConfigFact::PinMemory(v) => show("pin_memory", self.pin_memory, v),
+            ConfigFact::CudnnBenchmark(v) => show("cudnn_benchmark", self.cudnn_benchmark, v),
+            ConfigFact::AmpDtype(v) => show("amp_dtype", self.amp_dtype.clone(), v),
+            ConfigFact::GradientCheckpointing(v) => {
+                show("gradient_checkpointing", self.gradient_checkpointing, v)
+            }
+            _ => None,
+        };
+        if let Some(change) = before
+            && self.changed.len() < CHANGES_KEPT
+            && !self.changed.contains(&change)
+        {
+            self.changed.push(change);
+        }
         match f {
             ConfigFact::NumWorkers(v) => self.num_workers = Some(v),
             ConfigFact::BatchSize(v) => self.batch_size = Some(v),
@@ -122,6 +156,16 @@ impl Facts {
     pub fn global_batch(&self) -> Option<f64> {
         Some(f64::from(self.batch_size?) * f64::from(self.world_size.unwrap_or(1)))
     }
+}
+
+/// (key, old, new) when a setting is stated again with another value.
+fn show<T: PartialEq + std::fmt::Display>(
+    key: &'static str,
+    old: Option<T>,
+    new: &T,
+) -> Option<(&'static str, String, String)> {
+    old.filter(|o| o != new)
+        .map(|o| (key, o.to_string(), new.to_string()))
 }
 
 impl Model {
@@ -141,6 +185,8 @@ impl Model {
             summary: SummaryRecord::default(),
             last_time: None,
             hardware: Hardware::default(),
+            timeline: Timeline::default(),
+            tail: VecDeque::new(),
         }
     }
 
@@ -156,6 +202,12 @@ impl Model {
             Record::Cache(c) => self.cache.apply(&c, t),
             Record::HostMem(m) => self.host_mem = Some(m),
             Record::Event { kind, text } => {
+                if matches!(
+                    kind,
+                    EventKind::Eval | EventKind::Checkpoint | EventKind::EpochEnd
+                ) {
+                    self.timeline.boundary(kind);
+                }
                 *self.event_counts.entry(kind).or_default() += 1;
                 if self.recent_events.len() == RECENT_EVENTS {
                     self.recent_events.pop_front();
@@ -210,6 +262,14 @@ impl Model {
         if d.total.is_none() && d.step.is_some() {
             d.total = self.facts.total_steps;
         }
+        let recent = &self.merged.step_time_ms.recent;
+        self.timeline.step(
+            d.step,
+            (stamp.time, stamp.real_time),
+            d.step_time_ms,
+            || recent.last_n(20).map(|s| s.p50),
+            self.hardware.latest().map(|s| s.time),
+        );
         rank.push(&d, stamp.time);
         self.merged.push(&d, stamp.time);
         if let Some(b) = d.batch_size.or(self.facts.batch_size.map(f64::from)) {
@@ -226,6 +286,20 @@ impl Model {
             };
             self.stages.step(d.step, facts);
         }
+    }
+
+    /// A log line as delivered (live or from a recording), kept among the last few.
+    pub fn line(&mut self, text: &str) {
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        if self.tail.len() == TAIL_LINES {
+            self.tail.pop_front();
+        }
+        // Shown in reports and alerts: no control character may reach a terminal.
+        let clean = text.chars().filter(|c| !c.is_control()).take(TAIL_CHARS);
+        self.tail.push_back(clean.collect());
     }
 
     /// Call at the end of input: closes a timing block that had no total line.

@@ -59,6 +59,8 @@ pub struct RankState {
     pub total: Option<u64>,
     pub epoch: Option<f64>,
     pub step_time_ms: Metric,
+    /// The run's median step time, refreshed every 64 steps.
+    pub step_median_ms: Option<f64>,
     pub data_time_ms: Metric,
     /// Data and step time of the steps that logged both: the data share is sum over sum.
     pub paired_data_ms: Metric,
@@ -89,6 +91,7 @@ impl RankState {
             total: None,
             epoch: None,
             step_time_ms: Metric::new(window),
+            step_median_ms: None,
             data_time_ms: Metric::new(window),
             paired_data_ms: Metric::new(window),
             paired_step_ms: Metric::new(window),
@@ -168,6 +171,13 @@ impl RankState {
             }
         };
         push(&mut self.step_time_ms, d.step_time_ms);
+        if d.step_time_ms.is_some() {
+            // The median walks a histogram: refreshed every so often, it is the run's norm.
+            let n = self.step_time_ms.run.count();
+            if n < 64 || n.is_multiple_of(64) {
+                self.step_median_ms = self.step_time_ms.run.quantile(0.5);
+            }
+        }
         push(&mut self.data_time_ms, d.data_time_ms);
         if let (Some(data), Some(step)) = (d.data_time_ms, d.step_time_ms) {
             self.paired_data_ms.push(t, data);

@@ -16,6 +16,8 @@ const WARMUP_BLOCKS: u64 = 2;
 pub struct StageStats {
     pub name: String,
     pub depth: u8,
+    /// The name says the stage times a host-to-device copy (`H2D`, `to_device`, `copy`...).
+    pub copies: bool,
     pub ms: RunStats,
     pub recent: Rolling,
     baseline: RunStats,
@@ -28,8 +30,23 @@ impl StageStats {
         if self.blocks < WARMUP_BLOCKS + BASELINE_BLOCKS {
             return None;
         }
-        Some(self.recent.last_n(window)?.mean / self.baseline.mean()?)
+        Some(self.recent.mean_last(window)? / self.baseline.mean()?)
     }
+}
+
+/// Words in a stage name that mean it times a host-to-device copy.
+const COPY_WORDS: [&str; 6] = [
+    "h2d",
+    "to_device",
+    "todevice",
+    "copy",
+    "transfer",
+    "to_cuda",
+];
+
+fn copies(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    COPY_WORDS.iter().any(|w| name.contains(w))
 }
 
 /// A forward pass as a timing log printed it.
@@ -84,6 +101,8 @@ pub struct Stages {
     pub unlogged_ms: RunStats,
     pub recent_unlogged: Rolling,
     pub blocks: u64,
+    /// The step of the block closed last, when it named one.
+    pub last_closed: Option<u64>,
     window: usize,
     open: Option<Block>,
     steps: BTreeMap<u64, StepFacts>,
@@ -101,6 +120,7 @@ impl Stages {
             unlogged_ms: RunStats::default(),
             recent_unlogged: Rolling::new(window),
             blocks: 0,
+            last_closed: None,
             window,
             open: None,
             steps: BTreeMap::new(),
@@ -157,6 +177,7 @@ impl Stages {
             return;
         };
         self.blocks += 1;
+        self.last_closed = b.step;
         let n = self.blocks;
         self.forward_ms.push(forward);
         self.recent_forward.push(b.time, forward);
@@ -165,6 +186,7 @@ impl Stages {
                 Some(&i) => i,
                 None => {
                     self.by_name.push(StageStats {
+                        copies: copies(&s.name),
                         name: s.name.clone(),
                         depth: s.depth,
                         ms: RunStats::default(),

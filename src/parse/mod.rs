@@ -433,12 +433,13 @@ pub(crate) fn pairs_step(p: &str, format: Format, out: &mut Vec<Record>) -> Opti
     Some(format)
 }
 
-/// Appends a step record, and a non-finite event when a loss or grad norm was NaN or inf.
+/// Appends a step record, and a non-finite event when a loss or grad norm was NaN or inf
+/// (after the step, so that the event belongs to it).
 pub(crate) fn push_step(rec: StepRecord, seen: &kv::Collected, text: &str, out: &mut Vec<Record>) {
+    out.push(Record::Step(rec));
     if seen.non_finite {
         push_event(EventKind::NonFinite, text, out);
     }
-    out.push(Record::Step(rec));
 }
 
 /// Event text is the payload, cut to a length a report line can carry.

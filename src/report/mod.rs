@@ -81,6 +81,7 @@ fn replay_recording(
                 }
             };
             let line_no = feeds[i].stats.lines + 1;
+            model.model.line(&text);
             feeds[i].line(line_no, text.as_bytes(), t, &mut |stamp, rec| {
                 model.record(stamp, rec);
             });

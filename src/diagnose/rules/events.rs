@@ -229,8 +229,8 @@ fn config_hint(v: &View, k: &Knobs) -> Option<Finding> {
 
 pub const CONFIG_MISMATCH: Rule = Rule {
     id: "config_mismatch",
-    basis: Basis::Seconds,
-    summary: "the logged configuration disagrees with what runs (num_workers against the worker processes)",
+    basis: Basis::Steps,
+    summary: "the logged configuration disagrees with what runs (num_workers against the worker processes) or with itself (cudnn.benchmark configured on, printed off)",
     params: &[],
     detail: true,
     hidden_by: &[],
@@ -238,23 +238,39 @@ pub const CONFIG_MISMATCH: Rule = Rule {
 };
 
 fn config_mismatch(v: &View, _k: &Knobs) -> Option<Finding> {
-    let configured = v.m.facts.num_workers?;
-    let running = v.trainer()?.workers.len();
     // A DataLoader starts num_workers processes; train and eval loaders may both run, so
     // only fewer than configured is a disagreement.
-    if running >= configured as usize {
+    let workers = v
+        .m
+        .facts
+        .num_workers
+        .zip(v.trainer())
+        .and_then(|(configured, t)| {
+            (t.workers.len() < configured as usize).then_some((configured, t.workers.len(), t.pid))
+        });
+    let changed = &v.m.facts.changed;
+    let title = || match (workers, changed.first()) {
+        (Some((configured, running, _)), _) => {
+            format!("num_workers={configured} is logged, but {running} worker processes run")
+        }
+        (None, Some((key, was, now))) => format!("the log says {key}={was}, then {key}={now}"),
+        (None, None) => String::new(),
+    };
+    if workers.is_none() && changed.is_empty() {
         return None;
     }
-    Some(
-        v.enter(Severity::Warn, || {
-            format!("num_workers={configured} is logged, but {running} worker processes run")
-        })
-        .why(|| {
+    let mut f = v.enter(Severity::Warn, title);
+    if let Some((_, running, pid)) = workers {
+        f = f.why(|| format!("the trainer (pid {pid}) has {running} child processes"));
+    }
+    for (key, was, now) in changed {
+        f = f.why(|| {
             format!(
-                "the trainer (pid {}) has {running} child processes",
-                v.trainer().map_or(0, |t| t.pid)
+                "{key} is logged as {was}, later as {now}: the later value is the one in effect"
             )
-        })
-        .act(|| "check which config the run really loaded (a hard-coded num_workers in the code?)"),
-    )
+        });
+    }
+    Some(f.act(|| {
+        "check which config the run really loaded: a value hard-coded in the training script overrides the config file"
+    }))
 }

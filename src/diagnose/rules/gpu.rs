@@ -1,7 +1,7 @@
 //! What the GPUs say: starved by the host, idle for no known reason, busy (the compute is the
-//! limit), held down by their clocks, short of memory or with memory to spare.
+//! limit), or held down by their clocks. Their memory has its own file.
 
-use super::{Rule, View, gib, grade, p, pct};
+use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 
@@ -37,6 +37,9 @@ pub const GPU_STARVED: Rule = Rule {
 };
 
 fn gpu_starved(v: &View, k: &Knobs) -> Option<Finding> {
+    if !v.stepping() {
+        return None;
+    }
     let power = v.gpu_power_share();
     let sm = v.gpu_mean(|g| g.sm_active_pct);
     let low = power.is_some_and(|p| p < k.get("power-share"))
@@ -100,6 +103,9 @@ pub const LOW_GPU_UTIL: Rule = Rule {
         "loader_workers_starved",
         "input_cpu_saturated",
         "gpu_starved",
+        "h2d_copy_bound",
+        "straggler",
+        "stalled",
         "crash_event",
     ],
     check: low_gpu_util,
@@ -107,6 +113,9 @@ pub const LOW_GPU_UTIL: Rule = Rule {
 
 fn low_gpu_util(v: &View, k: &Knobs) -> Option<Finding> {
     let util = v.gpu_util()?;
+    if !v.stepping() {
+        return None;
+    }
     let level = grade(-util, -k.get("warn"), f64::INFINITY, -k.get("exit"))?;
     let title = || format!("the GPUs are busy only {util:.0}% of the time");
     let mut f = v.graded(level, title).why(|| {
@@ -286,77 +295,5 @@ fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
         f.gain(clock.map_or(0.0, |c| 1.0 - c))
             .act(|| "check cooling and airflow (fans, inlet temperature, dust)")
             .act(|| "check the power limit: nvidia-smi -q -d POWER,PERFORMANCE"),
-    )
-}
-
-pub const GPU_MEMORY_PRESSURE: Rule = Rule {
-    id: "gpu_memory_pressure",
-    basis: Basis::Seconds,
-    summary: "GPU memory near its limit",
-    params: &[
-        p("warn", 0.95, "share of GPU memory used that warns"),
-        p("crit", 0.98, "share of GPU memory used that is critical"),
-        p("exit", 0.92, "share under which an active alert clears"),
-    ],
-    detail: false,
-    hidden_by: &[],
-    check: gpu_memory_pressure,
-};
-
-fn memory_share(g: &crate::probe::GpuReading) -> Option<f64> {
-    Some(g.mem_used_bytes? as f64 / g.mem_total_bytes.filter(|t| *t > 0)? as f64)
-}
-
-fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
-    let latest = v.latest()?;
-    let (g, share) = latest
-        .gpus
-        .iter()
-        .filter_map(|g| Some((g, memory_share(g)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
-    let title = || format!("GPU {} memory is {} full", g.index, pct(share));
-    Some(
-        v.graded(level, title)
-            .why(|| {
-                format!(
-                    "{} of {} used",
-                    gib(g.mem_used_bytes.unwrap_or(0) as f64),
-                    gib(g.mem_total_bytes.unwrap_or(0) as f64)
-                )
-            })
-            .act(|| "a smaller batch with gradient accumulation, or activation checkpointing")
-            .act(|| "bf16 autocast halves activation memory")
-            .act(|| "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"),
-    )
-}
-
-pub const GPU_MEMORY_UNDERUSED: Rule = Rule {
-    id: "gpu_memory_underused",
-    basis: Basis::Seconds,
-    summary: "a small share of GPU memory used while the GPU is starved: room for a larger batch",
-    params: &[p(
-        "share",
-        0.30,
-        "share of GPU memory used under which it counts as underused",
-    )],
-    detail: true,
-    hidden_by: &[],
-    check: gpu_memory_underused,
-};
-
-fn gpu_memory_underused(v: &View, k: &Knobs) -> Option<Finding> {
-    let starved = v.is_active("gpu_starved") || v.is_active("low_gpu_util");
-    let share = v.gpu_mean(memory_share)?;
-    if !starved || share >= k.get("share") {
-        return None;
-    }
-    Some(
-        v.enter(Severity::Info, || {
-            format!("the GPUs use only {} of their memory", pct(share))
-        })
-        .why(|| format!("mean GPU memory use {}", pct(share)))
-        .why(|| "the GPU is starved: a larger batch gives it more work per step")
-        .act(|| "raise the batch size (scale the learning rate with it)"),
     )
 }

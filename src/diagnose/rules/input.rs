@@ -41,7 +41,11 @@ fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Find
         format!(
             "data_time {data:.1} ms of a {step:.1} ms step ({}) over the last {} steps",
             pct(share),
-            v.cfg.window_steps
+            v.m.merged
+                .paired_step_ms
+                .recent
+                .len()
+                .min(v.cfg.window_steps)
         )
     });
     if let Some(swing) = v.gpu_util_swing().filter(|s| *s >= 50.0) {
@@ -56,7 +60,21 @@ fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
     let (share, data, step) = data_bound(v, k.get("exit"), k.get("floor-ms"))?;
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
     let title = || format!("data loading takes {} of each step", pct(share));
-    let f = data_evidence(v, v.graded(level, title), share, data, step);
+    let mut f = data_evidence(v, v.graded(level, title), share, data, step);
+    // Workers waiting on the disk (state D) or a host in iowait: the storage is the limit.
+    let waiting = v
+        .trainer()
+        .map_or(0, |t| t.workers.iter().filter(|w| w.state == "D").count());
+    let iowait = v.host_mean(|h| h.iowait_pct).unwrap_or(0.0);
+    let storage = waiting > 0 || iowait >= 5.0;
+    if storage {
+        f = f.why(|| {
+            format!(
+                "{waiting} workers wait on I/O (state D); the host spends {iowait:.0}% in iowait"
+            )
+        });
+        f = f.act(|| "the storage is slow: copy the dataset to local NVMe, or pack it in large shards (WebDataset, TFRecord)");
+    }
     Some(
         f.act(|| "raise DataLoader num_workers, with persistent_workers=True")
             .act(|| "pin_memory=True and .to(device, non_blocking=True)")
@@ -162,6 +180,7 @@ pub const INPUT_CPU_SATURATED: Rule = Rule {
             0.10,
             "data_time share of step time from which the rule looks at the CPUs",
         ),
+        p("crit", 0.20, "data_time share that makes it critical"),
         p("cpu-pct", 90.0, "mean host CPU % that counts as saturated"),
     ],
     detail: false,
@@ -181,7 +200,13 @@ fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
             pct(share)
         )
     };
-    let mut f = data_evidence(v, v.enter(Severity::Warn, title), share, data, step);
+    // It hides data_loading_bound, so it carries the same severity for the same share.
+    let severity = if share >= k.get("crit") {
+        Severity::Crit
+    } else {
+        Severity::Warn
+    };
+    let mut f = data_evidence(v, v.enter(severity, title), share, data, step);
     f = f.why(|| {
         format!(
             "host CPU {cpu:.0}% over the last {:.0} s",
@@ -247,4 +272,152 @@ fn cache_ineffective(v: &View, k: &Knobs) -> Option<Finding> {
             )
             .act(|| "check the cache key: augmented or randomly cropped inputs never hit"),
     )
+}
+
+pub const H2D_COPY_BOUND: Rule = Rule {
+    id: "h2d_copy_bound",
+    basis: Basis::Steps,
+    summary: "host-to-device copies cost the step: heavy PCIe receive traffic while the GPU idles, or a logged copy stage",
+    params: &[
+        p(
+            "rx-gbs",
+            3.0,
+            "PCIe receive GB/s (host to GPU) that counts as heavy",
+        ),
+        p(
+            "idle-util",
+            60.0,
+            "GPU utilization % under which the GPU counts as waiting",
+        ),
+        p(
+            "share",
+            0.10,
+            "share of the step a logged copy stage (h2d, to_device, copy, transfer) takes that warns",
+        ),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: h2d_copy_bound,
+};
+
+fn h2d_copy_bound(v: &View, k: &Knobs) -> Option<Finding> {
+    let stage =
+        v.m.stages
+            .by_name
+            .iter()
+            .find(|s| s.copies && s.depth == 0)
+            .and_then(|s| {
+                let ms = s.recent.mean_last(v.cfg.window_steps)?;
+                Some((
+                    s.name.as_str(),
+                    ms,
+                    ms / v.step_mean().filter(|m| *m > 0.0)?,
+                ))
+            })
+            .filter(|(_, _, share)| *share >= k.get("share"));
+    let rx = v.gpu_mean(|g| g.pcie_rx_bytes_per_s.map(|b| b as f64));
+    let util = v.gpu_util();
+    let pcie = match (rx, util) {
+        (Some(rx), Some(u)) if rx >= k.get("rx-gbs") * 1e9 && u < k.get("idle-util") => {
+            Some((rx, u))
+        }
+        _ => None,
+    };
+    if stage.is_none() && pcie.is_none() {
+        return None;
+    }
+    let title = || match stage {
+        Some((name, _, share)) => format!(
+            "copying to the GPU ({name}) takes {} of each step",
+            pct(share)
+        ),
+        None => "the GPU waits on host-to-device copies".to_string(),
+    };
+    let mut f = v.enter(Severity::Warn, title);
+    if let Some((name, ms, share)) = stage {
+        f = f
+            .why(|| format!("{name}: {ms:.1} ms of a {:.1} ms step", ms / share))
+            .gain(share);
+    }
+    if let Some((rx, u)) = pcie {
+        f = f
+            .why(|| {
+                format!(
+                    "PCIe receive {:.1} GB/s while the GPU is busy {u:.0}% of the time",
+                    rx / 1e9
+                )
+            })
+            .gain(1.0 - u / 100.0);
+    }
+    if v.m.facts.pin_memory == Some(false) {
+        f = f.why(|| "pin_memory is off: every copy is staged through pageable memory");
+    }
+    Some(
+        f.act(|| "pin_memory=True in the DataLoader and .to(device, non_blocking=True)")
+            .act(|| "send uint8 images and convert and normalise on the GPU")
+            .act(|| "keep data that fits on the GPU there (a preloaded dataset, no per-step copy)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::DiagnoseConfig;
+    use crate::model::{Model, ModelConfig, Stamp};
+    use crate::parse::record::{Record, StageRecord, StepRecord};
+
+    /// Steps of 200 ms whose timing blocks log a copy stage of `copy_ms` beside the forward.
+    fn model(copy_ms: f64) -> Model {
+        let mut m = Model::new(ModelConfig::default());
+        for step in 1..=30u32 {
+            let stamp = Stamp {
+                time: f64::from(step) * 0.2,
+                ..Stamp::default()
+            };
+            m.apply(
+                &stamp,
+                Record::StageBlockStart {
+                    step: Some(step.into()),
+                },
+            );
+            for (name, ms) in [("H2D copy", copy_ms), ("forward", 80.0)] {
+                let rec = StageRecord {
+                    name: name.into(),
+                    ms,
+                    share_pct: None,
+                    depth: 0,
+                    step: Some(step.into()),
+                };
+                m.apply(&stamp, Record::Stage(rec));
+            }
+            let rec = StepRecord {
+                step: Some(step.into()),
+                step_time_ms: Some(200.0),
+                ..StepRecord::default()
+            };
+            m.apply(&stamp, Record::Step(rec));
+        }
+        m.finish();
+        m
+    }
+
+    #[test]
+    fn a_logged_copy_stage_that_costs_the_step_is_named() {
+        let cfg = DiagnoseConfig::default();
+        let i = crate::diagnose::rules::RULES
+            .iter()
+            .position(|r| r.id == "h2d_copy_bound")
+            .expect("rule");
+        let m = model(30.0);
+        let f = h2d_copy_bound(&View::new(&m, &cfg, Vec::new()), &cfg.rules[i]).expect("found");
+        assert_eq!(f.enter, Some(Severity::Warn));
+        assert_eq!(
+            f.title,
+            "copying to the GPU (H2D copy) takes 15% of each step"
+        );
+        assert_eq!(f.gain, Some(0.15));
+        // 10 ms of a 200 ms step is under the 10% that counts.
+        let m = model(10.0);
+        assert!(h2d_copy_bound(&View::new(&m, &cfg, Vec::new()), &cfg.rules[i]).is_none());
+    }
 }

@@ -28,6 +28,11 @@ pub const HOST_MEMORY_PRESSURE: Rule = Rule {
             30.0,
             "time to exhaustion (minutes) at the current trend that warns",
         ),
+        p(
+            "oom-used",
+            0.5,
+            "used share of host memory from which the time to exhaustion is judged",
+        ),
     ],
     detail: false,
     hidden_by: &[],
@@ -59,7 +64,10 @@ fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         v.m.steps_since(&[EventKind::MemoryCritical])
             .is_some_and(|s| s == 0);
     let soon = minutes.is_some_and(|m| m <= k.get("oom-minutes"));
-    let other = swap >= k.get("swap-in") || logged || (soon && share < k.get("exit"));
+    // A falling trend counts once memory is well used: a run that loads its data at start
+    // falls fast from an empty machine and levels off.
+    let soon = soon && 1.0 - share >= k.get("oom-used");
+    let other = swap >= k.get("swap-in") || logged || soon;
     let level = match (level, other) {
         (Some(Some(s)), _) => Some(s),
         (_, true) => Some(Severity::Warn),

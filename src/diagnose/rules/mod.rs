@@ -5,8 +5,10 @@
 
 mod events;
 mod gpu;
+mod gpu_memory;
 mod input;
 mod memory;
+mod pace;
 mod step;
 
 use super::params::{Basis, Knobs, Param};
@@ -30,20 +32,26 @@ pub static RULES: &[Rule] = &[
     events::CRASH_EVENT,
     events::NONFINITE_LOSS,
     events::LOSS_SCALE_UNSTABLE,
+    pace::STALLED,
     input::LOADER_WORKERS_STARVED,
     input::INPUT_CPU_SATURATED,
     input::DATA_LOADING_BOUND,
+    input::H2D_COPY_BOUND,
     input::CACHE_INEFFECTIVE,
     gpu::GPU_STARVED,
     gpu::GPU_THROTTLING,
+    pace::STRAGGLER,
     gpu::LOW_GPU_UTIL,
     gpu::COMPUTE_BOUND,
-    gpu::GPU_MEMORY_PRESSURE,
-    gpu::GPU_MEMORY_UNDERUSED,
+    gpu_memory::GPU_MEMORY_PRESSURE,
+    gpu_memory::GPU_MEMORY_CREEP,
+    gpu_memory::GPU_MEMORY_UNDERUSED,
     memory::HOST_MEMORY_PRESSURE,
     memory::WORKER_MEMORY_BLOWUP,
+    pace::EVAL_OVERHEAD,
     step::UNLOGGED_TIME,
     step::STAGE_HOTSPOT,
+    pace::STEP_SPIKES,
     step::BATCH_SCALING,
     step::THROUGHPUT_DRIFT,
     events::CONFIG_HINT,
@@ -85,7 +93,10 @@ mod tests {
     fn ids_are_unique_snake_case_and_hiders_exist() {
         for (i, r) in RULES.iter().enumerate() {
             assert!(
-                r.id.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                r.id.starts_with(|c: char| c.is_ascii_lowercase())
+                    && r.id
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
                 "{}",
                 r.id
             );
@@ -106,8 +117,10 @@ mod tests {
         let sources = [
             include_str!("events.rs"),
             include_str!("gpu.rs"),
+            include_str!("gpu_memory.rs"),
             include_str!("input.rs"),
             include_str!("memory.rs"),
+            include_str!("pace.rs"),
             include_str!("step.rs"),
         ];
         for src in sources {

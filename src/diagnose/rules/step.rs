@@ -61,7 +61,7 @@ fn unlogged_time(v: &View, k: &Knobs) -> Option<Finding> {
 pub const STAGE_HOTSPOT: Rule = Rule {
     id: "stage_hotspot",
     basis: Basis::Steps,
-    summary: "one forward stage takes a dominant share of the forward",
+    summary: "one forward stage takes a dominant share of the forward, or a stage regressed against its own baseline",
     params: &[
         p(
             "share",
@@ -74,6 +74,11 @@ pub const STAGE_HOTSPOT: Rule = Rule {
             "and at least this many times its even share (1 / stages)",
         ),
         p("exit", 0.25, "share under which an active alert clears"),
+        p(
+            "regress-factor",
+            1.5,
+            "a stage's recent mean over its early-run mean that counts as a regression",
+        ),
     ],
     detail: true,
     hidden_by: &[],
@@ -83,20 +88,23 @@ pub const STAGE_HOTSPOT: Rule = Rule {
 fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
     let shares = v.stage_shares();
     let n = shares.len();
-    let &(name, ms, share) = shares.first()?;
     if n < 2 {
         return None;
     }
+    let &(name, ms, share) = shares.first()?;
     let even = 1.0 / n as f64;
     let dominant = share >= k.get("share") && share >= k.get("even-factor") * even;
-    let f = if dominant {
-        v.enter(Severity::Warn, || {
+    let holds = share >= k.get("exit") && share >= k.get("even-factor") * even * 0.8;
+    let regressed = regression(v, k.get("regress-factor"));
+    let f = match (dominant, regressed) {
+        (true, _) => v.enter(Severity::Warn, || {
             format!("{name} takes {} of the forward", pct(share))
-        })
-    } else if share >= k.get("exit") && share >= k.get("even-factor") * even * 0.8 {
-        v.stay(|| format!("{name} takes {} of the forward", pct(share)))
-    } else {
-        return None;
+        }),
+        (false, Some((stage, x))) => v.enter(Severity::Warn, || {
+            format!("{stage} is {x:.1}x slower than earlier in the run")
+        }),
+        (false, None) if holds => v.stay(|| format!("{name} takes {} of the forward", pct(share))),
+        (false, None) => return None,
     };
     let mut f = f.why(|| {
         format!(
@@ -109,6 +117,11 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
     if let Some(&(next, next_ms, _)) = shares.get(1) {
         f = f.why(|| format!("the next largest is {next} at {next_ms:.0} ms"));
     }
+    if let Some((stage, x)) = regressed {
+        f = f
+            .why(|| format!("{stage} takes {x:.1}x its mean over the early run"))
+            .strength(x);
+    }
     if let Some(step) = v.step_mean() {
         f = f.gain(ms / 2.0 / step);
     }
@@ -117,6 +130,17 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
             .act(|| "look there for fp32 islands, unfused attention, or Python loops")
             .act(|| "if it is memory-bound, bf16 and fused kernels (torch.compile) help most"),
     )
+}
+
+/// The top-level stage that slowed most against its own early-run mean, if by `factor`.
+fn regression<'a>(v: &View<'a>, factor: f64) -> Option<(&'a str, f64)> {
+    v.m.stages
+        .by_name
+        .iter()
+        .filter(|s| s.depth == 0)
+        .filter_map(|s| Some((s.name.as_str(), s.trend(v.cfg.window_steps)?)))
+        .filter(|(_, x)| *x >= factor)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 pub const BATCH_SCALING: Rule = Rule {
@@ -191,7 +215,7 @@ pub const THROUGHPUT_DRIFT: Rule = Rule {
         p(
             "factor",
             1.3,
-            "recent median step time over the run's median that warns",
+            "recent step time (mean without its largest) over the run's median that warns",
         ),
         p(
             "exit-factor",
@@ -211,8 +235,8 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
     if (run.count() as f64) < k.get("min-steps") {
         return None;
     }
-    // The run's mean is O(1) to read, where its median would walk a histogram every step.
-    let norm = run.mean()?;
+    // The median: a compiled first step or eval pauses do not move it.
+    let norm = v.m.merged.step_median_ms?;
     let recent =
         v.m.merged
             .step_time_ms
@@ -227,7 +251,7 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
         )
     };
     let mut f = v.graded(level, title).why(|| {
-        format!("recent steps take {recent:.0} ms against a mean of {norm:.0} ms over the run")
+        format!("recent steps take {recent:.0} ms against a median of {norm:.0} ms over the run")
     });
     let others: Vec<&str> = v
         .active_rules()

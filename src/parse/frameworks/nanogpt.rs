@@ -36,8 +36,10 @@ mod tests {
         );
         out.clear();
         nanogpt("iter 3010: loss nan, time 1019.95ms, mfu 14.12%", &mut out);
+        // The step first, then its event: the NaN belongs to step 3010.
+        assert!(matches!(out[0], Record::Step(_)));
         assert!(matches!(
-            out[0],
+            out[1],
             Record::Event {
                 kind: EventKind::NonFinite,
                 ..

@@ -1,0 +1,444 @@
+//! The run's pace: outlier steps, the pauses evals and checkpoints add, a run that stopped
+//! stepping, and one rank or GPU that holds the others back.
+
+use super::{Rule, View, grade, p, pct};
+use crate::diagnose::params::{Basis, Knobs};
+use crate::diagnose::{Finding, Severity};
+
+pub const STEP_SPIKES: Rule = Rule {
+    id: "step_spikes",
+    basis: Basis::Steps,
+    summary: "outlier steps (median + k MAD), and whether they are periodic or follow eval, checkpoint or epoch boundaries",
+    params: &[
+        p(
+            "k",
+            6.0,
+            "MADs (scaled to a standard deviation) above the median that make a spike",
+        ),
+        p(
+            "min-ratio",
+            1.5,
+            "and at least this many times the median step",
+        ),
+        p(
+            "count",
+            3.0,
+            "spikes among the last 200 steps from which the rule warns",
+        ),
+        p(
+            "share",
+            0.05,
+            "share of the time of those steps that the spikes add, from which it warns",
+        ),
+    ],
+    detail: true,
+    hidden_by: &[],
+    check: step_spikes,
+};
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mid = values.len() / 2;
+    Some(*values.select_nth_unstable_by(mid, f64::total_cmp).1)
+}
+
+fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
+    let marks = &v.m.timeline.marks;
+    if marks.len() < 20 {
+        return None;
+    }
+    let (med, mad) = v.m.timeline.spread?;
+    let mad = mad * 1.4826;
+    let limit = (med + k.get("k") * mad).max(k.get("min-ratio") * med);
+    // A spike stands alone: a run of slow steps is a slower phase (throughput_drift's), not
+    // outliers. The newest step has no next one yet, so it is judged by the one before.
+    let slow = |i: usize| marks.get(i).is_some_and(|m| m.ms > limit);
+    let spikes: Vec<_> = (0..marks.len())
+        .filter(|&i| slow(i) && !slow(i + 1) && !(i > 0 && slow(i - 1)))
+        .map(|i| &marks[i])
+        .collect();
+    let total: f64 = marks.iter().map(|m| m.ms).sum();
+    let extra: f64 = spikes.iter().map(|m| m.ms - med).sum();
+    let share = extra / total.max(1e-9);
+    let n = spikes.len();
+    let at_boundary = spikes.iter().filter(|m| m.after.is_some()).count();
+    // Spikes that are all eval or checkpoint pauses are eval_overhead's to name.
+    if n > 0 && at_boundary == n && v.is_active("eval_overhead") {
+        return None;
+    }
+    let level = if n as f64 >= k.get("count") && share >= k.get("share") {
+        Some(Severity::Warn)
+    } else if n > 0 && share >= k.get("share") / 2.0 {
+        None
+    } else {
+        return None;
+    };
+    let steps: Vec<u64> = spikes.iter().filter_map(|m| m.step).collect();
+    let gaps: Vec<u64> = steps
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    let period = match (gaps.iter().min(), gaps.iter().max()) {
+        (Some(&lo), Some(&hi)) if gaps.len() >= 2 && lo > 1 && hi - lo <= 1 => Some(lo),
+        _ => None,
+    };
+    let worst = spikes.iter().map(|m| m.ms).fold(0.0, f64::max);
+    let title = || match period {
+        Some(every) => format!(
+            "a slow step every {every} steps: {} of the time",
+            pct(share)
+        ),
+        None => format!("{n} outlier steps: {} of the time", pct(share)),
+    };
+    let mut f = v
+        .graded(level, title)
+        .why(|| {
+            format!(
+                "{n} of the last {} steps over {limit:.0} ms (median {med:.0} ms, worst {worst:.0} ms): {} of their time is the spikes' excess",
+                marks.len(),
+                pct(share)
+            )
+        })
+        .why(|| {
+            let listed: Vec<String> = steps.iter().rev().take(5).rev().map(u64::to_string).collect();
+            format!("at steps {}", listed.join(", "))
+        });
+    if at_boundary > 0 {
+        f = f.why(|| format!("{at_boundary} of them right after an eval, checkpoint or epoch end"));
+    }
+    let f = f.gain(share);
+    Some(if at_boundary * 2 >= n {
+        f.act(|| "evaluate and checkpoint less often, or asynchronously")
+    } else {
+        f.act(|| "match the spike steps with what runs then: logging, garbage collection (gc.freeze() after setup), other jobs on the node")
+            .act(|| "a periodic spike at a fixed interval is usually logging, a metric sync (.item()) or a checkpoint")
+    })
+}
+
+pub const EVAL_OVERHEAD: Rule = Rule {
+    id: "eval_overhead",
+    basis: Basis::Steps,
+    summary: "evaluation and checkpointing take a large share of wall time (the gaps around their markers)",
+    params: &[
+        p(
+            "warn",
+            0.10,
+            "share of wall time in eval and checkpoint pauses that warns",
+        ),
+        p("crit", 0.30, "share that is critical"),
+        p("exit", 0.07, "share under which an active alert clears"),
+        p("min-pauses", 2.0, "pauses measured before the rule speaks"),
+    ],
+    detail: false,
+    hidden_by: &[],
+    check: eval_overhead,
+};
+
+fn eval_overhead(v: &View, k: &Knobs) -> Option<Finding> {
+    let t = &v.m.timeline;
+    let pauses = &t.pauses.seconds;
+    let count = pauses.count();
+    if (count as f64) < k.get("min-pauses") {
+        return None;
+    }
+    let wall = t.wall_s()?;
+    let total = pauses.sum();
+    let share = total / wall;
+    let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
+    let mean = total / count as f64;
+    let title = || {
+        format!(
+            "evaluation and checkpoints take {} of the wall time",
+            pct(share)
+        )
+    };
+    let mut f = v.graded(level, title).why(|| {
+        format!(
+            "{count} pauses of {mean:.0} s on average: {total:.0} s of {wall:.0} s ({})",
+            pct(share)
+        )
+    });
+    if let (Some(a), Some(b)) = (t.pauses.first_step, t.pauses.last_step)
+        && b > a
+    {
+        let every = (b - a) as f64 / (count - 1) as f64;
+        f = f.why(|| format!("one every {every:.0} steps"));
+    }
+    Some(
+        f.gain(share)
+            .act(|| "evaluate less often (eval_steps, val_check_interval) or on fewer batches (limit_val_batches)")
+            .act(|| "save checkpoints less often, or asynchronously (torch.distributed.checkpoint.async_save)")
+            .act(|| "run evaluation in a separate job on a saved checkpoint"),
+    )
+}
+
+pub const STALLED: Rule = Rule {
+    id: "stalled",
+    basis: Basis::Seconds,
+    summary: "no new step for many times the usual step time: hung (process alive) or crashed (process gone); a slow start",
+    params: &[
+        p(
+            "factor",
+            10.0,
+            "usual step times without a step that count as a stall",
+        ),
+        p("min-seconds", 60.0, "and at least these seconds"),
+        p(
+            "boundary-seconds",
+            900.0,
+            "seconds allowed after an eval, checkpoint or epoch end was logged",
+        ),
+        p(
+            "start-seconds",
+            600.0,
+            "seconds of readings without any step that count as a slow start",
+        ),
+        p(
+            "idle-pct",
+            5.0,
+            "GPU utilization % under which the GPUs count as idle",
+        ),
+    ],
+    detail: false,
+    hidden_by: &["crash_event"],
+    check: stalled,
+};
+
+fn stalled(v: &View, k: &Knobs) -> Option<Finding> {
+    let latest = v.latest()?;
+    let t = &v.m.timeline;
+    let first = v.m.hardware.first_time?;
+    let now = latest.time;
+    let Some(at) = t.step_clock else {
+        return slow_start(v, k, now - first);
+    };
+    let gap = now - at.unwrap_or(first);
+    let usual =
+        v.m.merged
+            .step_time_ms
+            .recent
+            .last_n(20)
+            .map(|s| s.p50 / 1000.0);
+    let limit = match (t.pending, usual) {
+        (Some(_), _) => k.get("boundary-seconds"),
+        (None, Some(u)) => (k.get("factor") * u).max(k.get("min-seconds")),
+        (None, None) => k.get("min-seconds"),
+    };
+    if gap < limit {
+        return None;
+    }
+    let seen = v.m.hardware.recent.iter().find_map(|s| s.trainer.as_ref());
+    let gone = latest.trainer.is_none() && seen.is_some();
+    // Utilization since the stall began (within the diagnosis window).
+    let util = v.gpu_util();
+    let idle = util.is_some_and(|u| u < k.get("idle-pct"));
+    let severity = if gone || gap >= 3.0 * limit {
+        Severity::Crit
+    } else {
+        Severity::Warn
+    };
+    let last =
+        v.m.merged
+            .last_step
+            .map_or("none".into(), |s| s.to_string());
+    let title = || match (gone, &latest.trainer, idle) {
+        (true, _, _) => format!("the trainer exited: no step for {}", duration(gap)),
+        (false, Some(_), true) => {
+            format!(
+                "hung: no step for {}, the trainer is alive and the GPUs idle",
+                duration(gap)
+            )
+        }
+        _ => format!("no new step for {}", duration(gap)),
+    };
+    let mut f = v.enter(severity, title).strength(gap).why(|| {
+        let usual = usual.map_or(String::new(), |u| {
+            format!(" (a step usually takes {u:.1} s)")
+        });
+        format!("the last step was {last}, {} ago{usual}", duration(gap))
+    });
+    if let Some(kind) = t.pending {
+        f = f.why(|| format!("a {} was logged after it", kind.name()));
+    }
+    match (&latest.trainer, seen) {
+        (Some(tr), _) => {
+            f = f.why(|| {
+                format!(
+                    "the trainer (pid {}) is alive: state {}, {:.0}% CPU",
+                    tr.pid,
+                    tr.state.as_deref().unwrap_or("?"),
+                    tr.cpu_pct.unwrap_or(0.0)
+                )
+            });
+        }
+        (None, Some(was)) => {
+            f = f.why(|| format!("the trainer (pid {}) is gone", was.pid));
+            for line in &v.m.tail {
+                f = f.why(|| format!("log: {line}"));
+            }
+        }
+        (None, None) => {}
+    }
+    if let Some(u) = util {
+        f = f.why(|| format!("GPU utilization {u:.0}%"));
+    }
+    Some(if gone {
+        f.act(|| "read the end of the log for the error; an exit without one is often the OOM killer: dmesg | grep -i -e oom -e killed")
+    } else {
+        f.act(|| "py-spy dump --pid PID shows where every thread of the trainer waits")
+            .act(|| "a GPU busy with no progress is often a collective waiting for a rank: NCCL_DEBUG=INFO, and a timeout in init_process_group")
+            .act(|| "a long eval or checkpoint looks the same: [rules.stalled] boundary-seconds sets how long one may take")
+    })
+}
+
+/// Readings keep coming, no step yet.
+fn slow_start(v: &View, k: &Knobs, waited: f64) -> Option<Finding> {
+    if waited < k.get("start-seconds") {
+        return None;
+    }
+    let mut f = v
+        .enter(Severity::Info, || {
+            format!("no step logged yet after {}", duration(waited))
+        })
+        .why(|| {
+            format!(
+                "readings for {}, no step line in the logs",
+                duration(waited)
+            )
+        });
+    if let Some(tr) = v.trainer() {
+        f = f.why(|| {
+            format!(
+                "the trainer (pid {}) is at {:.0}% CPU",
+                tr.pid,
+                tr.cpu_pct.unwrap_or(0.0)
+            )
+        });
+    }
+    if let Some(u) = v.gpu_util() {
+        f = f.why(|| format!("GPU utilization {u:.0}%"));
+    }
+    Some(
+        f.act(|| "a first step is often slow: dataset indexing, torch.compile, cudnn autotuning")
+            .act(
+                || "if the log is not the one the trainer writes, point steptop at the right file",
+            ),
+    )
+}
+
+fn duration(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s >= 120.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+pub const STRAGGLER: Rule = Rule {
+    id: "straggler",
+    basis: Basis::Steps,
+    summary: "one rank or GPU consistently slower or less busy than the others",
+    params: &[
+        p(
+            "ratio",
+            1.2,
+            "a rank's step time over the others' median that makes it a straggler",
+        ),
+        p(
+            "util-gap",
+            25.0,
+            "points of utilization one GPU trails the others' median by",
+        ),
+        p(
+            "clock-share",
+            0.85,
+            "SM clock of one busy GPU over the others' median that makes it slow",
+        ),
+        p("min-steps", 20.0, "steps each rank must have logged"),
+    ],
+    detail: false,
+    hidden_by: &["crash_event"],
+    check: straggler,
+};
+
+/// The odd one out: (its key, its value, the median of the others), by `worst`.
+fn odd_one(values: &[(u32, f64)], worst: impl Fn(f64, f64) -> bool) -> Option<(u32, f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let &(key, x) = values
+        .iter()
+        .reduce(|a, b| if worst(b.1, a.1) { b } else { a })?;
+    let mut others: Vec<f64> = values.iter().filter(|v| v.0 != key).map(|v| v.1).collect();
+    let med = median(&mut others)?;
+    Some((key, x, med))
+}
+
+fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
+    let n = v.cfg.window_steps;
+    let min = k.get("min-steps") as u64;
+    let ranks: Vec<(u32, f64)> =
+        v.m.ranks
+            .iter()
+            .filter(|(_, r)| r.step_time_ms.run.count() >= min)
+            .filter_map(|(id, r)| Some((*id, r.step_time_ms.recent.mean_last(n)?)))
+            .collect();
+    let rank = odd_one(&ranks, |a, b| a > b).filter(|(_, x, med)| *x >= k.get("ratio") * med);
+    let gpus = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(u32, f64)> {
+        let ids: Vec<u32> = v
+            .latest()
+            .map_or(Vec::new(), |s| s.gpus.iter().map(|g| g.index).collect());
+        ids.into_iter()
+            .filter_map(|id| Some((id, v.gpu_mean(|g| if g.index == id { f(g) } else { None })?)))
+            .collect()
+    };
+    let util = odd_one(&gpus(&|g| g.util_pct.map(f64::from)), |a, b| a < b)
+        .filter(|(_, x, med)| med - x >= k.get("util-gap") && *med >= 50.0);
+    let clock = odd_one(
+        &gpus(&|g| {
+            g.util_pct.filter(|u| *u >= 50)?;
+            g.sm_clock_mhz.map(f64::from)
+        }),
+        |a, b| a < b,
+    )
+    .filter(|(_, x, med)| *x < k.get("clock-share") * med);
+    if rank.is_none() && util.is_none() && clock.is_none() {
+        return None;
+    }
+    let title = || match (rank, util, clock) {
+        (Some((r, x, med)), _, _) => format!(
+            "rank {r} is {:.0}% slower than the others",
+            (x / med - 1.0) * 100.0
+        ),
+        (None, Some((g, x, med)), _) => {
+            format!("GPU {g} is busy {x:.0}% while the others are at {med:.0}%")
+        }
+        (None, None, Some((g, x, med))) => {
+            format!("GPU {g} runs at {x:.0} MHz while the others run at {med:.0} MHz")
+        }
+        (None, None, None) => String::new(),
+    };
+    let mut f = v.enter(Severity::Warn, title);
+    if let Some((r, x, med)) = rank {
+        f = f
+            .why(|| format!("rank {r}: {x:.0} ms per step; the other ranks' median {med:.0} ms"))
+            .gain(1.0 - med / x);
+    }
+    if let Some((g, x, med)) = util {
+        f = f.why(|| format!("GPU {g}: {x:.0}% utilization; the others' median {med:.0}%"));
+    }
+    if let Some((g, x, med)) = clock {
+        f = f.why(|| {
+            format!("GPU {g}: SM clock {x:.0} MHz while busy; the others' median {med:.0} MHz")
+        });
+    }
+    Some(
+        f.act(|| "look at that rank's node: other jobs (nvidia-smi, top), its disk, its network")
+            .act(|| "compare data_time per rank: an uneven shard or a slow local disk shows there")
+            .act(|| "a GPU with lower clocks: check its temperature and power (nvidia-smi -q -d PERFORMANCE)"),
+    )
+}

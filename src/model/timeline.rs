@@ -1,0 +1,208 @@
+//! The run's steps in time: the last steps with what came just before each (an eval, a
+//! checkpoint, an epoch end), the pauses those boundaries add to the wall time, and when the
+//! last step came by the hardware samples' clock (a stall is judged on that clock, which is
+//! the same as the one it is compared with, whatever the log's own time zone).
+
+use std::collections::VecDeque;
+
+use super::window::RunStats;
+use crate::parse::record::EventKind;
+
+/// Steps kept for outlier detection: enough to see a spike that comes every 50 steps.
+pub const MARKS_KEPT: usize = 200;
+/// The marks' median and spread are refreshed every this many steps: a spike is judged
+/// against a norm of the last few hundred steps, which a few steps more do not move.
+const SPREAD_EVERY: u64 = 16;
+
+/// One step (the first line that logged it, from any rank).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepMark {
+    pub step: Option<u64>,
+    pub ms: f64,
+    /// The boundary logged since the step before, if any: this step's time may include it.
+    pub after: Option<EventKind>,
+}
+
+/// What eval, checkpoint and epoch-end pauses cost: the wall time between the step before a
+/// boundary and the step after it, less a usual step.
+#[derive(Clone, Debug, Default)]
+pub struct Pauses {
+    /// Seconds per pause.
+    pub seconds: RunStats,
+    /// Steps at which the first and the last measured pause ended.
+    pub first_step: Option<u64>,
+    pub last_step: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// The last steps, oldest first.
+    pub marks: VecDeque<StepMark>,
+    /// The marks' median step time and median absolute deviation, in ms.
+    pub spread: Option<(f64, f64)>,
+    pushed: u64,
+    pub pauses: Pauses,
+    /// Log time of the first and the last step with a real time: the wall time they span.
+    pub first_time: Option<f64>,
+    pub last_time: Option<f64>,
+    /// The boundary logged since the last step.
+    pub pending: Option<EventKind>,
+    /// The samples' clock when the last step came: Some(None) when no sample had come yet.
+    pub step_clock: Option<Option<f64>>,
+    /// The samples' clock when steps came again after a gap of `GAP_S` or more.
+    pub resumed_at: Option<f64>,
+}
+
+/// Seconds without a step, by the samples' clock, after which steps that come again count as
+/// a resumption (the readings before it describe the gap, not the run).
+pub const GAP_S: f64 = 30.0;
+
+impl Timeline {
+    /// An eval, checkpoint or epoch end was logged.
+    pub fn boundary(&mut self, kind: EventKind) {
+        self.pending.get_or_insert(kind);
+    }
+
+    /// A step record: its number, log time, whether that time is real, its step time, the
+    /// usual step time before it (asked only after a boundary), and the samples' clock.
+    pub fn step(
+        &mut self,
+        step: Option<u64>,
+        time: (f64, bool),
+        ms: Option<f64>,
+        usual_ms: impl FnOnce() -> Option<f64>,
+        clock: Option<f64>,
+    ) {
+        if let (Some(Some(prev)), Some(now)) = (self.step_clock, clock)
+            && now - prev >= GAP_S
+        {
+            self.resumed_at = Some(now);
+        }
+        self.step_clock = Some(clock);
+        // Every rank logs each step (and a report reads rank by rank): the first line of a
+        // step is the one that counts. A step number that goes back is a new epoch counting
+        // from its start only after an epoch end or from 0 or 1.
+        let last = self.marks.back().and_then(|m| m.step);
+        if let (Some(s), Some(last)) = (step, last)
+            && (s == last || (s > 1 && s < last && self.pending != Some(EventKind::EpochEnd)))
+        {
+            return;
+        }
+        let after = self.pending.take();
+        let (t, real) = time;
+        if real {
+            if let (Some(_), Some(prev), Some(usual)) = (after, self.last_time, usual_ms()) {
+                let pause = (t - prev) - usual / 1000.0;
+                if pause > 0.0 {
+                    self.pauses.seconds.push(pause);
+                    self.pauses.first_step = self.pauses.first_step.or(step);
+                    self.pauses.last_step = step.or(self.pauses.last_step);
+                }
+            }
+            self.first_time.get_or_insert(t);
+            self.last_time = Some(t);
+        }
+        if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
+            if self.marks.len() == MARKS_KEPT {
+                self.marks.pop_front();
+            }
+            self.marks.push_back(StepMark { step, ms, after });
+            self.pushed += 1;
+            if self.pushed < SPREAD_EVERY || self.pushed.is_multiple_of(SPREAD_EVERY) {
+                self.spread = spread(self.marks.iter().map(|m| m.ms));
+            }
+        }
+    }
+
+    /// Wall time spanned by the steps with a real time, in seconds.
+    pub fn wall_s(&self) -> Option<f64> {
+        Some(self.last_time? - self.first_time?).filter(|s| *s > 0.0)
+    }
+}
+
+/// Median and median absolute deviation, by selection (no full sort).
+fn spread(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return None;
+    }
+    let mid = v.len() / 2;
+    let median = *v.select_nth_unstable_by(mid, f64::total_cmp).1;
+    for x in &mut v {
+        *x = (*x - median).abs();
+    }
+    let mad = *v.select_nth_unstable_by(mid, f64::total_cmp).1;
+    Some((median, mad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_is_the_gap_around_a_boundary_less_a_usual_step() {
+        let mut t = Timeline::default();
+        for (i, s) in (1..=4).enumerate() {
+            t.step(Some(s), (i as f64, true), Some(1000.0), || None, None);
+        }
+        t.boundary(EventKind::Eval);
+        t.boundary(EventKind::Checkpoint);
+        // Step 5 comes 31 s after step 4 (a 1 s step): a pause of 30 s.
+        t.step(
+            Some(5),
+            (34.0, true),
+            Some(1000.0),
+            || Some(1000.0),
+            Some(7.0),
+        );
+        // Rank 1's line of step 5 changes nothing.
+        t.step(
+            Some(5),
+            (34.5, true),
+            Some(1000.0),
+            || Some(1000.0),
+            Some(7.0),
+        );
+        assert_eq!(t.pauses.seconds.count(), 1);
+        assert_eq!(t.pauses.seconds.mean(), Some(30.0));
+        assert_eq!(t.pauses.last_step, Some(5));
+        assert_eq!(t.marks.len(), 5);
+        assert_eq!(t.marks[4].after, Some(EventKind::Eval));
+        assert_eq!(t.wall_s(), Some(34.0));
+        assert_eq!(t.step_clock, Some(Some(7.0)));
+    }
+
+    #[test]
+    fn the_spread_is_the_median_and_its_absolute_deviation() {
+        assert_eq!(
+            spread([5.0, 1.0, 3.0, 100.0, 2.0].into_iter()),
+            Some((3.0, 2.0))
+        );
+        assert_eq!(spread(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn steps_after_a_gap_by_the_samples_clock_are_a_resumption() {
+        let mut t = Timeline::default();
+        t.step(Some(1), (0.0, false), Some(500.0), || None, None);
+        // No sample yet, then steps every few seconds of sample time: no gap.
+        t.step(Some(2), (0.0, false), Some(500.0), || None, Some(100.0));
+        t.step(Some(3), (0.0, false), Some(500.0), || None, Some(110.0));
+        assert_eq!(t.resumed_at, None);
+        t.step(
+            Some(4),
+            (0.0, false),
+            Some(500.0),
+            || None,
+            Some(110.0 + GAP_S),
+        );
+        assert_eq!(t.resumed_at, Some(110.0 + GAP_S));
+        assert_eq!(t.step_clock, Some(Some(110.0 + GAP_S)));
+        // A step number that goes back without an epoch end is another rank's, not a step.
+        t.step(Some(2), (0.0, false), Some(500.0), || None, Some(150.0));
+        assert_eq!(t.marks.back().map(|m| m.step), Some(Some(4)));
+        t.boundary(EventKind::EpochEnd);
+        t.step(Some(2), (0.0, false), Some(500.0), || None, Some(151.0));
+        assert_eq!(t.marks.back().map(|m| m.step), Some(Some(2)));
+    }
+}
