@@ -139,22 +139,21 @@ impl<'a> View<'a> {
     /// Top-level stages with their recent mean and share of the forward, largest first.
     pub fn stage_shares(&self) -> Vec<(&'a str, f64, f64)> {
         let n = self.steps();
-        let means: Vec<(&str, f64)> = self
+        let mut shares: Vec<(&str, f64, f64)> = self
             .m
             .stages
             .by_name
             .iter()
             .filter(|s| s.depth == 0)
-            .filter_map(|s| Some((s.name.as_str(), s.recent.mean_last(n)?)))
+            .filter_map(|s| Some((s.name.as_str(), s.recent.mean_last(n)?, 0.0)))
             .collect();
-        let total: f64 = means.iter().map(|(_, ms)| ms).sum();
+        let total: f64 = shares.iter().map(|s| s.1).sum();
         if total <= 0.0 {
             return Vec::new();
         }
-        let mut shares: Vec<(&str, f64, f64)> = means
-            .into_iter()
-            .map(|(name, ms)| (name, ms, ms / total))
-            .collect();
+        for s in &mut shares {
+            s.2 = s.1 / total;
+        }
         shares.sort_by(|a, b| b.2.total_cmp(&a.2));
         shares
     }

@@ -379,6 +379,10 @@ fn odd_one(values: &[(u32, f64)], worst: impl Fn(f64, f64) -> bool) -> Option<(u
 }
 
 fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
+    // One rank and one GPU have nobody to trail.
+    if v.m.ranks.len() < 2 && v.latest().is_none_or(|s| s.gpus.len() < 2) {
+        return None;
+    }
     let n = v.cfg.window_steps;
     let min = k.get("min-steps") as u64;
     let ranks: Vec<(u32, f64)> =
