@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::window::RunStats;
+use super::window::{RunStats, median};
 use crate::parse::record::EventKind;
 
 /// Steps kept for outlier detection: enough to see a spike that comes every 50 steps.
@@ -120,19 +120,14 @@ impl Timeline {
     }
 }
 
-/// Median and median absolute deviation, by selection (no full sort).
+/// Median and median absolute deviation.
 fn spread(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let mut v: Vec<f64> = values.collect();
-    if v.is_empty() {
-        return None;
-    }
-    let mid = v.len() / 2;
-    let median = *v.select_nth_unstable_by(mid, f64::total_cmp).1;
+    let mid = median(&mut v)?;
     for x in &mut v {
-        *x = (*x - median).abs();
+        *x = (*x - mid).abs();
     }
-    let mad = *v.select_nth_unstable_by(mid, f64::total_cmp).1;
-    Some((median, mad))
+    Some((mid, median(&mut v)?))
 }
 
 #[cfg(test)]

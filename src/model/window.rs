@@ -92,6 +92,15 @@ impl Rolling {
     }
 }
 
+/// The median (the upper one of an even count), by selection: no full sort. Reorders `values`.
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mid = values.len() / 2;
+    Some(*values.select_nth_unstable_by(mid, f64::total_cmp).1)
+}
+
 fn summarize(values: impl Iterator<Item = f64>) -> Option<Summary> {
     let mut sorted: Vec<f64> = values.collect();
     if sorted.is_empty() {

@@ -36,14 +36,21 @@ fn data_bound(v: &View, share_at_least: f64, floor_ms: f64) -> Option<(f64, f64,
     (share >= share_at_least && data >= floor_ms).then_some((share, data, step))
 }
 
-/// A specific input cause hides data_loading_bound, so it carries the severity that rule
-/// would give the same share: crit from the rule's `crit` knob, else warn.
-fn data_severity(share: f64, k: &Knobs) -> Severity {
-    if share >= k.get("crit") {
+/// A specific input cause's finding: it hides data_loading_bound, so it carries the severity
+/// that rule would give the same share (crit from the rule's `crit` knob, else warn), and the
+/// same evidence.
+fn input_cause<S: Into<String>>(
+    v: &View,
+    k: &Knobs,
+    (share, data, step): (f64, f64, f64),
+    title: impl FnOnce() -> S,
+) -> Finding {
+    let severity = if share >= k.get("crit") {
         Severity::Crit
     } else {
         Severity::Warn
-    }
+    };
+    data_evidence(v, v.enter(severity, title), share, data, step)
 }
 
 fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Finding {
@@ -147,13 +154,7 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
             pct(share)
         )
     };
-    let mut f = data_evidence(
-        v,
-        v.enter(data_severity(share, k), title),
-        share,
-        data,
-        step,
-    );
+    let mut f = input_cause(v, k, (share, data, step), title);
     let source = if observed.is_some() {
         "running"
     } else {
@@ -211,13 +212,7 @@ fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
             pct(share)
         )
     };
-    let mut f = data_evidence(
-        v,
-        v.enter(data_severity(share, k), title),
-        share,
-        data,
-        step,
-    );
+    let mut f = input_cause(v, k, (share, data, step), title);
     f = f.why(|| {
         format!(
             "host CPU {cpu:.0}% over the last {:.0} s",

@@ -4,6 +4,7 @@
 use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
+use crate::model::window::median;
 
 pub const STEP_SPIKES: Rule = Rule {
     id: "step_spikes",
@@ -35,14 +36,6 @@ pub const STEP_SPIKES: Rule = Rule {
     hidden_by: &[],
     check: step_spikes,
 };
-
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mid = values.len() / 2;
-    Some(*values.select_nth_unstable_by(mid, f64::total_cmp).1)
-}
 
 fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     let marks = &v.m.timeline.marks;
@@ -392,12 +385,15 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
             .filter_map(|(id, r)| Some((*id, r.step_time_ms.recent.mean_last(n)?)))
             .collect();
     let rank = odd_one(&ranks, |a, b| a > b).filter(|(_, x, med)| *x >= k.get("ratio") * med);
+    // Per GPU of the latest reading, the window's mean of `f`.
     let gpus = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(u32, f64)> {
-        let ids: Vec<u32> = v
-            .latest()
-            .map_or(Vec::new(), |s| s.gpus.iter().map(|g| g.index).collect());
-        ids.into_iter()
-            .filter_map(|id| Some((id, v.gpu_mean(|g| if g.index == id { f(g) } else { None })?)))
+        let latest = v.latest().map_or(&[][..], |s| &s.gpus[..]);
+        latest
+            .iter()
+            .filter_map(|g| {
+                let mean = v.gpu_mean(|r| if r.index == g.index { f(r) } else { None })?;
+                Some((g.index, mean))
+            })
             .collect()
     };
     let util = odd_one(&gpus(&|g| g.util_pct.map(f64::from)), |a, b| a < b)
