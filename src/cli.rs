@@ -5,11 +5,52 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// steptop: where each training step's time goes, from the logs your job already writes.
+///
+/// `steptop LOG...` follows the logs in a live terminal view; the subcommands do the rest.
 #[derive(Debug, Parser)]
-#[command(name = "steptop", version, about)]
+#[command(
+    name = "steptop",
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+/// `steptop LOG...`: the live view.
+#[derive(Debug, clap::Args)]
+pub struct LiveArgs {
+    /// Theme: default, light, mono, high-contrast, or a theme file (TOML roles; see
+    /// themes/). NO_COLOR selects mono.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// Config file (patterns for in-house formats, window sizes, rule thresholds).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Time between hardware readings: `1s`, `500ms`.
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: std::time::Duration,
+    /// Read no GPU or host figures: the logs only.
+    #[arg(long)]
+    pub no_probe: bool,
+    /// GPUs to read, by index (`0,2`); default: all, or the trainer's once known.
+    #[arg(long, value_delimiter = ',', value_name = "INDEX")]
+    pub gpus: Option<Vec<u32>>,
+    /// The training process; default: the process that writes LOG.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// SM and tensor-core activity from NVML's GPM (Hopper and newer).
+    #[arg(long)]
+    pub gpm: bool,
+    /// Log files or globs to follow (`'logs/rank*.log'`); a file that does not exist yet is
+    /// waited for.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

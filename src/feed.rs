@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::model::Stamp;
+use crate::msg::Msg;
 use crate::parse::record::{Format, Record};
 use crate::parse::user::UserPattern;
 use crate::parse::{FormatCounts, LineInfo, Parser};
@@ -79,6 +80,21 @@ impl Feed {
         let stamp = self.deliver(line_no, &info, out.drain(..), arrival, sink);
         self.scratch = out;
         (info, stamp)
+    }
+
+    /// One line as the message a live source sends: its records, what else it said, and its
+    /// text (invalid UTF-8 replaced) for the log pane and recordings. Sent for every line,
+    /// so that the monitor counts them too.
+    pub fn message(&mut self, line_no: u64, raw: &[u8], arrival: Option<f64>) -> Msg {
+        let mut records = Vec::new();
+        let (info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
+        Msg::Line {
+            stamp,
+            info,
+            records,
+            text: String::from_utf8_lossy(raw).into_owned(),
+            arrival,
+        }
     }
 
     /// Counts, stamps and hands on the records parsed from line `line_no`, in their order.

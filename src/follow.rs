@@ -60,7 +60,7 @@ pub fn spawn(
                             return ControlFlow::Continue(());
                         };
                         let arrival = live.get(file).is_some_and(|l| *l).then(now);
-                        parse_line(feed, line_no, bytes, arrival)
+                        feed.message(line_no, bytes, arrival)
                     }
                 };
                 match inbox.send(msg) {
@@ -73,19 +73,6 @@ pub fn spawn(
                 let _ = inbox.send(Msg::SourceStopped { reason });
             }
         })
-}
-
-/// One line to one message, sent for every line so that the monitor can count them too.
-fn parse_line(feed: &mut Feed, line_no: u64, bytes: &[u8], arrival: Option<f64>) -> Msg {
-    let mut records = Vec::new();
-    let (info, stamp) = feed.line(line_no, bytes, arrival, &mut |_, r| records.push(r));
-    Msg::Line {
-        stamp,
-        info,
-        records,
-        text: String::from_utf8_lossy(bytes).into_owned(),
-        arrival,
-    }
 }
 
 /// Seconds since the Unix epoch.

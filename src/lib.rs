@@ -12,28 +12,76 @@ pub mod error;
 pub mod feed;
 pub mod follow;
 pub mod ingest;
+pub mod loglines;
 pub mod model;
 pub mod monitor;
 pub mod msg;
 pub mod parse;
 pub mod probe;
 pub mod recording;
+pub mod replay;
 pub mod report;
 pub mod source;
+pub mod theme;
+pub mod ui;
+pub mod units;
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use cli::{Cli, Command, ProbeArgs, ProbeFormat, ReportArgs, ReportFormat};
+use std::io::IsTerminal;
+
+use cli::{Cli, Command, LiveArgs, ProbeArgs, ProbeFormat, ReportArgs, ReportFormat};
 use config::Config;
 use error::Error;
 
 /// Runs one command to completion.
 pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Report(args) => report_command(&args),
-        Command::Probe(args) => probe_command(&args),
+        Some(Command::Report(args)) => report_command(&args),
+        Some(Command::Probe(args)) => probe_command(&args),
+        None => live_command(&cli.live),
     }
+}
+
+fn live_command(args: &LiveArgs) -> Result<(), Error> {
+    let no_color = std::env::var("NO_COLOR").ok();
+    let theme = theme::Theme::choose(args.theme.as_deref(), no_color.as_deref())?;
+    let config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default_checked(),
+    };
+    let inputs = args
+        .logs
+        .iter()
+        .map(|l| source::InputSpec::parse(l).map_err(Error::Usage))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Checked before anything touches the terminal: the full-screen view needs one.
+    if !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "steptop LOG shows a live full-screen view and stdout is not a terminal; \
+             for a summary without a terminal use `steptop report LOG`"
+                .into(),
+        ));
+    }
+    let sampler = (!args.no_probe).then(|| probe::SamplerOptions {
+        interval: args.interval,
+        gpus: args.gpus.clone(),
+        gpm: args.gpm,
+        pid: args.pid,
+        logs: args.logs.iter().map(PathBuf::from).collect(),
+        ..probe::SamplerOptions::default()
+    });
+    ui::run(ui::LiveOptions {
+        follow: source::FollowOptions {
+            poll: std::time::Duration::from_millis(config.poll_ms),
+            ..source::FollowOptions::default()
+        },
+        inputs,
+        config,
+        sampler,
+        themes: ui::theme_cycle(theme)?,
+    })
 }
 
 fn probe_command(args: &ProbeArgs) -> Result<(), Error> {

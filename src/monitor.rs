@@ -4,6 +4,7 @@
 
 use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
 use crate::feed::SourceStats;
+use crate::loglines::LogLines;
 use crate::model::{Model, ModelConfig, Stamp};
 use crate::msg::Msg;
 use crate::parse::record::Record;
@@ -19,6 +20,8 @@ pub struct Monitor {
     pub sources: Vec<SourceView>,
     /// Why the source thread stopped, if it did.
     pub stopped: Option<String>,
+    /// The last lines of the logs, cleaned, for the log pane.
+    pub log: LogLines,
 }
 
 /// One followed file as the header shows it.
@@ -39,6 +42,7 @@ impl Monitor {
             diagnosis: Diagnosis::new(diagnose),
             sources: Vec::new(),
             stopped: None,
+            log: LogLines::default(),
         }
     }
 
@@ -56,15 +60,16 @@ impl Monitor {
                 text,
                 ..
             } => {
-                let changed = !records.is_empty();
                 self.model.line(&text);
+                self.log.push(stamp.source, stamp.line, &text, &records);
                 self.source(stamp.source)
                     .stats
                     .count(stamp.line, &info, records.len());
                 for rec in records {
                     self.record(&stamp, rec);
                 }
-                changed
+                // The log pane shows every line.
+                true
             }
             Msg::Status { source, status } => {
                 self.source(source).status = Some(status);
@@ -82,6 +87,7 @@ impl Monitor {
                 self.stopped = Some(reason);
                 true
             }
+            Msg::Ui(_) => false,
         }
     }
 
@@ -158,7 +164,7 @@ mod tests {
             path: "b.log".into()
         }));
         assert!(m.apply(line(1, 1, 10.0, Some(7))));
-        assert!(!m.apply(line(1, 2, 10.5, None)));
+        assert!(m.apply(line(1, 2, 10.5, None)));
         assert_eq!(m.model.merged.last_step, Some(7));
         assert_eq!(m.sources.len(), 2);
         let b = &m.sources[1];

@@ -31,4 +31,6 @@ pub enum Msg {
     Sample(Box<crate::probe::Sample>),
     /// The source thread stopped for good, with the reason.
     SourceStopped { reason: String },
+    /// A key, a resize or a signal for the live view; the monitor ignores it.
+    Ui(crate::ui::input::UiEvent),
 }

@@ -93,7 +93,9 @@ impl Recorder {
             Msg::Sample(sample) => self.write(&Entry::Sample {
                 sample: sample.clone(),
             }),
-            Msg::Status { .. } | Msg::CaughtUp { .. } | Msg::SourceStopped { .. } => Ok(()),
+            Msg::Status { .. } | Msg::CaughtUp { .. } | Msg::SourceStopped { .. } | Msg::Ui(_) => {
+                Ok(())
+            }
         }
     }
 

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::Report;
-use super::text::{duration, ms, num, pct};
 use crate::diagnose::checklist::Status;
+use crate::units::{duration, ms, num, pct};
 
 /// GitHub-flavoured markdown tables.
 pub fn render(r: &Report) -> String {

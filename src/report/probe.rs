@@ -5,6 +5,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
+use crate::units::{gib, rate};
 
 /// Version of the probe JSON; bumped when a field changes meaning or goes away.
 pub const PROBE_SCHEMA_VERSION: u32 = 1;
@@ -220,22 +221,5 @@ fn short(s: &str, n: usize) -> String {
     } else {
         let cut: String = s.chars().take(n - 3).collect();
         format!("{cut}...")
-    }
-}
-
-fn gib(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} GiB", b / 1024.0 / 1024.0 / 1024.0)
-    } else {
-        format!("{:.0} MiB", b / 1024.0 / 1024.0)
-    }
-}
-
-fn rate(bytes_per_s: f64) -> String {
-    if bytes_per_s >= 1e9 {
-        format!("{:.1} GB/s", bytes_per_s / 1e9)
-    } else {
-        format!("{:.1} MB/s", bytes_per_s / 1e6)
     }
 }

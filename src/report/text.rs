@@ -6,6 +6,7 @@ use super::Report;
 use super::probe::words;
 use crate::diagnose::Alert;
 use crate::diagnose::checklist::Status;
+use crate::units::{duration, ms, num, pct};
 
 /// Plain text, at most 80 columns, no escape sequences.
 pub fn render(r: &Report) -> String {
@@ -312,41 +313,4 @@ fn plural(n: usize) -> &'static str {
 fn bar(share: f64, width: usize) -> String {
     let n = (share.clamp(0.0, 1.0) * width as f64).round() as usize;
     "#".repeat(n)
-}
-
-/// Milliseconds, switching to seconds above 10 s.
-pub(super) fn ms(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.2} s", v / 1000.0)
-    } else {
-        format!("{v:.1} ms")
-    }
-}
-
-pub(super) fn pct(v: f64) -> String {
-    format!("{:.1}%", v * 100.0)
-}
-
-/// Three significant figures, without a float's noise.
-pub(super) fn num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 0.1 || a == 0.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.3e}")
-    }
-}
-
-pub(super) fn duration(s: f64) -> String {
-    let s = s.max(0.0).round() as u64;
-    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
-    if d > 0 {
-        format!("{d}d {h:02}:{m:02}:{sec:02}")
-    } else {
-        format!("{h}:{m:02}:{sec:02}")
-    }
 }

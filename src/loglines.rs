@@ -1,0 +1,110 @@
+//! The last lines of the followed logs, cleaned for display: the log pane shows them. Every
+//! control character and escape sequence is removed here, once, so no text from a log can
+//! move the cursor, retitle the window or write the clipboard of the terminal showing it.
+
+use std::collections::VecDeque;
+
+use crate::parse::clean::clean;
+use crate::parse::record::Record;
+
+/// Lines kept, and the characters kept of each: enough to fill a zoomed pane.
+const KEPT: usize = 500;
+const CHARS: usize = 400;
+
+/// What a line gave the model, for marking it in the log pane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// No format recognised it.
+    Plain,
+    /// It gave records (a step, stage timings, a config fact).
+    Parsed,
+    /// It reported an event (OOM, traceback, NaN, checkpoint, eval).
+    Event,
+}
+
+/// One cleaned line and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogLine {
+    pub source: usize,
+    pub line: u64,
+    pub kind: LineKind,
+    pub text: String,
+}
+
+/// The newest lines, oldest first; bounded.
+#[derive(Clone, Debug, Default)]
+pub struct LogLines {
+    pub lines: VecDeque<LogLine>,
+    /// Lines ever pushed: the pane knows from it whether anything new came.
+    pub pushed: u64,
+}
+
+impl LogLines {
+    pub fn push(&mut self, source: usize, line: u64, raw: &str, records: &[Record]) {
+        let mut buf = String::new();
+        let text = clean(raw.as_bytes(), &mut buf);
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        let kind = if records.iter().any(|r| matches!(r, Record::Event { .. })) {
+            LineKind::Event
+        } else if records.is_empty() {
+            LineKind::Plain
+        } else {
+            LineKind::Parsed
+        };
+        // clean keeps tabs (mmcv separates fields with them); a terminal cell needs spaces.
+        let text: String = text
+            .chars()
+            .map(|c| if c == '\t' { ' ' } else { c })
+            .take(CHARS)
+            .collect();
+        if self.lines.len() == KEPT {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(LogLine {
+            source,
+            line,
+            kind,
+            text,
+        });
+        self.pushed += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::record::EventKind;
+
+    #[test]
+    fn escape_sequences_never_survive() {
+        let mut l = LogLines::default();
+        let nasty =
+            "loss 1.0 \x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\x1b[2J\x1b[H\u{9b}31m\r\x08ok\t2";
+        l.push(0, 1, nasty, &[]);
+        let t = &l.lines[0].text;
+        assert!(!t.chars().any(char::is_control), "{t:?}");
+        assert_eq!(t, "loss 1.0 31mok 2");
+    }
+
+    #[test]
+    fn lines_are_marked_and_bounded() {
+        let mut l = LogLines::default();
+        let ev = Record::Event {
+            kind: EventKind::Traceback,
+            text: String::new(),
+        };
+        l.push(0, 1, "Traceback (most recent call last):", &[ev]);
+        l.push(0, 2, "   ", &[]);
+        assert_eq!((l.lines.len(), l.lines[0].kind), (1, LineKind::Event));
+        for i in 0..(KEPT as u64 + 10) {
+            l.push(1, i, &"x".repeat(1000), &[]);
+        }
+        assert_eq!(l.lines.len(), KEPT);
+        assert_eq!(l.lines[0].line, 10);
+        assert_eq!(l.lines[0].text.len(), CHARS);
+        assert_eq!(l.pushed, KEPT as u64 + 11);
+    }
+}

@@ -1,0 +1,222 @@
+//! Keys are data: one table maps keys to actions, the help overlay is drawn from the same table,
+//! and `UiState::apply` is the one `match` over actions.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Everything a key can ask of the live view. None of them touches the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Help,
+    FocusNext,
+    FocusPrev,
+    Zoom,
+    Back,
+    Pause,
+    LongerHistory,
+    ShorterHistory,
+    NextTheme,
+    Filter,
+    AlertDetails,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+}
+
+/// Keys for one action and how the help names them.
+pub struct Binding {
+    pub keys: &'static [(KeyCode, KeyModifiers)],
+    pub label: &'static str,
+    pub action: Action,
+    pub help: &'static str,
+}
+
+const NONE: KeyModifiers = KeyModifiers::NONE;
+const SHIFT: KeyModifiers = KeyModifiers::SHIFT;
+const CTRL: KeyModifiers = KeyModifiers::CONTROL;
+
+/// The keymap, in the order the help lists it.
+pub const KEYMAP: &[Binding] = &[
+    Binding {
+        keys: &[(KeyCode::Char('q'), NONE), (KeyCode::Char('c'), CTRL)],
+        label: "q",
+        action: Action::Quit,
+        help: "quit",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('?'), NONE), (KeyCode::F(1), NONE)],
+        label: "?",
+        action: Action::Help,
+        help: "this help",
+    },
+    Binding {
+        keys: &[(KeyCode::Tab, NONE), (KeyCode::Right, NONE)],
+        label: "Tab →",
+        action: Action::FocusNext,
+        help: "focus the next pane",
+    },
+    Binding {
+        keys: &[
+            (KeyCode::BackTab, SHIFT),
+            (KeyCode::BackTab, NONE),
+            (KeyCode::Left, NONE),
+        ],
+        label: "S-Tab ←",
+        action: Action::FocusPrev,
+        help: "focus the previous pane",
+    },
+    Binding {
+        keys: &[(KeyCode::Enter, NONE)],
+        label: "Enter",
+        action: Action::Zoom,
+        help: "zoom the focused pane",
+    },
+    Binding {
+        keys: &[(KeyCode::Esc, NONE)],
+        label: "Esc",
+        action: Action::Back,
+        help: "back: close help, details, zoom or filter",
+    },
+    Binding {
+        keys: &[(KeyCode::Up, NONE), (KeyCode::Char('k'), NONE)],
+        label: "↑ k",
+        action: Action::Up,
+        help: "previous alert / older log lines",
+    },
+    Binding {
+        keys: &[(KeyCode::Down, NONE), (KeyCode::Char('j'), NONE)],
+        label: "↓ j",
+        action: Action::Down,
+        help: "next alert / newer log lines",
+    },
+    Binding {
+        keys: &[(KeyCode::PageUp, NONE)],
+        label: "PgUp",
+        action: Action::PageUp,
+        help: "log: a page back",
+    },
+    Binding {
+        keys: &[(KeyCode::PageDown, NONE)],
+        label: "PgDn",
+        action: Action::PageDown,
+        help: "log: a page forward",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('a'), NONE)],
+        label: "a",
+        action: Action::AlertDetails,
+        help: "alert details: evidence and every action",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('p'), NONE)],
+        label: "p",
+        action: Action::Pause,
+        help: "pause the view (data keeps flowing)",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('+'), NONE), (KeyCode::Char('='), NONE)],
+        label: "+",
+        action: Action::LongerHistory,
+        help: "history: a longer time window",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('-'), NONE)],
+        label: "-",
+        action: Action::ShorterHistory,
+        help: "history: a shorter time window",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('/'), NONE)],
+        label: "/",
+        action: Action::Filter,
+        help: "filter the log pane (Enter keeps, Esc clears)",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('t'), NONE)],
+        label: "t",
+        action: Action::NextTheme,
+        help: "next theme",
+    },
+];
+
+/// The action a key asks for. Shift is ignored for characters: terminals disagree on
+/// whether `?` or `+` carry it.
+pub fn action_for(key: &KeyEvent) -> Option<Action> {
+    let mods = match key.code {
+        KeyCode::Char(_) => key.modifiers - SHIFT,
+        _ => key.modifiers,
+    };
+    KEYMAP
+        .iter()
+        .find(|b| b.keys.iter().any(|(c, m)| *c == key.code && *m == mods))
+        .map(|b| b.action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, m)
+    }
+
+    #[test]
+    fn keys_map_to_actions() {
+        assert_eq!(
+            action_for(&key(KeyCode::Char('q'), NONE)),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            action_for(&key(KeyCode::Char('c'), CTRL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(action_for(&key(KeyCode::Char('c'), NONE)), None);
+        assert_eq!(
+            action_for(&key(KeyCode::Char('?'), SHIFT)),
+            Some(Action::Help)
+        );
+        assert_eq!(
+            action_for(&key(KeyCode::BackTab, SHIFT)),
+            Some(Action::FocusPrev)
+        );
+        assert_eq!(
+            action_for(&key(KeyCode::Char('+'), SHIFT)),
+            Some(Action::LongerHistory)
+        );
+        assert_eq!(action_for(&key(KeyCode::Char('x'), NONE)), None);
+    }
+
+    #[test]
+    fn no_key_is_bound_twice_and_every_action_has_a_key() {
+        let mut seen = Vec::new();
+        for b in KEYMAP {
+            assert!(!b.keys.is_empty() && !b.help.is_empty(), "{}", b.label);
+            for k in b.keys {
+                assert!(!seen.contains(k), "{k:?} bound twice");
+                seen.push(*k);
+            }
+        }
+        let actions = [
+            Action::Quit,
+            Action::Help,
+            Action::FocusNext,
+            Action::FocusPrev,
+            Action::Zoom,
+            Action::Back,
+            Action::Pause,
+            Action::LongerHistory,
+            Action::ShorterHistory,
+            Action::NextTheme,
+            Action::Filter,
+            Action::AlertDetails,
+            Action::Up,
+            Action::Down,
+            Action::PageUp,
+            Action::PageDown,
+        ];
+        for a in actions {
+            assert!(KEYMAP.iter().any(|b| b.action == a), "{a:?} has no key");
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The live terminal view: `steptop LOG...`. One loop on the main thread waits on the inbox,
+//! drains what came, and draws only when something changed, at most every `FRAME`; a 1 s tick
+//! keeps the clocks honest. Sources, the sampler, the input and the signals are threads that
+//! send into the same inbox; keys change `UiState` only.
+
+pub mod action;
+pub mod input;
+pub mod layout;
+pub mod panes;
+pub mod state;
+pub mod terminal;
+pub mod widgets;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use ratatui::Frame;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::monitor::Monitor;
+use crate::msg::Msg;
+use crate::probe::SamplerOptions;
+use crate::source::{FollowOptions, InputSpec};
+use crate::theme::Theme;
+use input::UiEvent;
+use panes::View;
+use state::UiState;
+
+/// Shortest time between two frames: a burst of lines becomes one frame.
+const FRAME: Duration = Duration::from_millis(100);
+/// The clock tick: "last step 12s ago" moves even when nothing arrives.
+const TICK: Duration = Duration::from_secs(1);
+/// Longest the loop spends on messages before it draws and reads keys again, so reading a
+/// long history never freezes the view.
+const DRAIN: Duration = Duration::from_millis(50);
+
+/// What the live view needs to start.
+pub struct LiveOptions {
+    pub inputs: Vec<InputSpec>,
+    pub follow: FollowOptions,
+    pub config: Config,
+    /// None: no hardware probes.
+    pub sampler: Option<SamplerOptions>,
+    /// The theme to start with first, then the others `t` moves through.
+    pub themes: Vec<Theme>,
+}
+
+/// Draws one whole frame: the panes the layout places, then any overlay.
+pub fn draw(f: &mut Frame, v: &View) {
+    let area = f.area();
+    let alerts = panes::alerts::rows(&v.mon.diagnosis);
+    for (pane, rect) in layout::layout(area, v.ui, alerts) {
+        panes::render(f, pane, rect, v);
+    }
+    if v.ui.details {
+        panes::details::render(f, area, v);
+    }
+    if v.ui.help {
+        panes::help::render(f, area, v);
+    }
+}
+
+/// Runs the live view until `q`, Ctrl-C, SIGTERM or SIGHUP. The caller has checked that
+/// stdout is a terminal.
+pub fn run(opts: LiveOptions) -> Result<(), Error> {
+    let (tx, inbox) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
+    crate::follow::spawn(
+        opts.inputs,
+        opts.follow,
+        opts.config.patterns.clone(),
+        stop.clone(),
+        tx.clone(),
+    )
+    .map_err(|e| fail("the log reader thread", e))?;
+    if let Some(s) = opts.sampler {
+        crate::probe::spawn(s, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
+    }
+    input::spawn_signals(tx.clone()).map_err(|e| fail("the signal thread", e))?;
+    let (mut screen, guard) =
+        terminal::enter().map_err(|e| fail("the terminal's full-screen mode", e))?;
+    input::spawn_input(tx).map_err(|e| fail("the input thread", e))?;
+    let mut app = App {
+        mon: Monitor::new(opts.config.model, opts.config.diagnose.clone()),
+        ui: UiState::default(),
+        themes: opts.themes,
+        frozen: None,
+        last_step: None,
+        steps_seen: 0,
+    };
+    let result = app.main_loop(&mut screen, &inbox);
+    stop.store(true, Ordering::SeqCst);
+    drop(guard);
+    result
+}
+
+/// The loop's state: the monitor, the view's state, and what the clock adds.
+struct App {
+    mon: Monitor,
+    ui: UiState,
+    themes: Vec<Theme>,
+    /// The monitor as it was when `p` paused the view.
+    frozen: Option<Box<Monitor>>,
+    /// When the newest live step arrived, by this loop's clock.
+    last_step: Option<Instant>,
+    steps_seen: u64,
+}
+
+impl App {
+    fn main_loop(
+        &mut self,
+        screen: &mut terminal::Screen,
+        inbox: &Receiver<Msg>,
+    ) -> Result<(), Error> {
+        let draw_err = |e: std::io::Error| Error::Runtime(format!("cannot draw: {e}"));
+        // The first frame comes before any history is read.
+        screen.draw(|f| self.frame(f)).map_err(draw_err)?;
+        let mut last_draw = Instant::now();
+        let mut last_tick = Instant::now();
+        let mut dirty = false;
+        loop {
+            let wait = if dirty {
+                FRAME.saturating_sub(last_draw.elapsed())
+            } else {
+                TICK.saturating_sub(last_tick.elapsed())
+            };
+            match inbox.recv_timeout(wait) {
+                Ok(msg) => {
+                    dirty |= self.handle(msg);
+                    let until = Instant::now() + DRAIN;
+                    let mut n = 0u32;
+                    while let Ok(msg) = inbox.try_recv() {
+                        dirty |= self.handle(msg);
+                        n += 1;
+                        if n.is_multiple_of(256) && Instant::now() >= until {
+                            break;
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+            if self.ui.quit {
+                return Ok(());
+            }
+            if last_tick.elapsed() >= TICK {
+                last_tick = Instant::now();
+                // Only the "last step ... ago" figure moves with the clock alone.
+                dirty |= self.last_step.is_some();
+            }
+            if dirty && last_draw.elapsed() >= FRAME {
+                screen.draw(|f| self.frame(f)).map_err(draw_err)?;
+                last_draw = Instant::now();
+                dirty = false;
+            }
+        }
+    }
+
+    /// One message: to the monitor, or to the view's state. True when the screen changes.
+    fn handle(&mut self, msg: Msg) -> bool {
+        match msg {
+            Msg::Ui(UiEvent::Key(k)) => {
+                let paused = self.ui.paused;
+                self.ui.key(&k);
+                if self.ui.paused != paused {
+                    self.frozen = self.ui.paused.then(|| Box::new(self.mon.clone()));
+                }
+                true
+            }
+            Msg::Ui(UiEvent::Resize) => true,
+            Msg::Ui(UiEvent::Stop(_)) => {
+                self.ui.quit = true;
+                true
+            }
+            msg => {
+                let live = matches!(
+                    msg,
+                    Msg::Line {
+                        arrival: Some(_),
+                        ..
+                    }
+                );
+                let changed = self.mon.apply(msg);
+                let steps = self.mon.model.merged.records;
+                if live && steps > self.steps_seen {
+                    self.last_step = Some(Instant::now());
+                }
+                self.steps_seen = steps;
+                changed && self.frozen.is_none()
+            }
+        }
+    }
+
+    fn frame(&self, f: &mut Frame) {
+        let theme = &self.themes[self.ui.theme % self.themes.len()];
+        let view = View {
+            mon: self.frozen.as_deref().unwrap_or(&self.mon),
+            ui: &self.ui,
+            theme,
+            step_age: self.last_step.map(|t| t.elapsed().as_secs_f64()),
+        };
+        draw(f, &view);
+    }
+}
+
+/// The themes `t` moves through: the chosen one first, then the other built-in ones.
+pub fn theme_cycle(first: Theme) -> Result<Vec<Theme>, Error> {
+    let mut out = vec![first];
+    for (name, _) in crate::theme::BUILTIN {
+        if out[0].name != name {
+            out.push(Theme::load(name)?);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,152 @@
+//! One bar splitting the recent step into data wait, the logged forward stages, and the time
+//! no log line covers (backward and optimizer), with milliseconds and shares; p50 and p95 in
+//! the title.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Pane, View};
+use crate::model::Model;
+use crate::theme::Role;
+use crate::ui::widgets::fit;
+use crate::units::ms;
+
+/// One part of the step.
+pub struct Segment {
+    pub name: String,
+    pub ms: f64,
+    pub role: Role,
+    pub fill: char,
+}
+
+/// The recent step's parts, in step order. A log with stage timings but no step time (a
+/// timing log on its own) gives the forward stages alone.
+pub fn segments(m: &Model) -> Vec<Segment> {
+    let n = m.cfg.window_steps;
+    let step = m.merged.step_time_ms.recent(n).map(|s| s.mean);
+    let data = m.merged.data_time_ms.recent(n).map(|s| s.mean);
+    let mut out = Vec::new();
+    if let Some(d) = data {
+        out.push(Segment {
+            name: "data".into(),
+            ms: d,
+            role: Role::Data,
+            fill: '█',
+        });
+    }
+    let top: Vec<(String, f64)> = m
+        .stages
+        .by_name
+        .iter()
+        .filter(|s| s.depth == 0)
+        .filter_map(|s| Some((s.name.clone(), s.recent.mean_last(n)?)))
+        .collect();
+    let forward = m
+        .stages
+        .recent_forward
+        .mean_last(n)
+        .or_else(|| (!top.is_empty()).then(|| top.iter().map(|t| t.1).sum()));
+    for (i, (name, v)) in top.iter().enumerate() {
+        let (role, fill) = if i % 2 == 0 {
+            (Role::Forward, '▓')
+        } else {
+            (Role::ChartAlt, '▒')
+        };
+        out.push(Segment {
+            name: name.clone(),
+            ms: *v,
+            role,
+            fill,
+        });
+    }
+    let Some(step) = step else {
+        return out;
+    };
+    let rest = step - data.unwrap_or(0.0);
+    match forward {
+        Some(fwd) => {
+            if out.len() == usize::from(data.is_some()) {
+                out.push(Segment {
+                    name: "forward".into(),
+                    ms: fwd,
+                    role: Role::Forward,
+                    fill: '▓',
+                });
+            }
+            out.push(Segment {
+                name: "unlogged (backward, optimizer)".into(),
+                ms: (rest - fwd).max(0.0),
+                role: Role::Unlogged,
+                fill: '░',
+            });
+        }
+        None => out.push(Segment {
+            name: "compute (not itemised)".into(),
+            ms: rest.max(0.0),
+            role: Role::Forward,
+            fill: '▓',
+        }),
+    }
+    out
+}
+
+pub fn render(f: &mut Frame, area: Rect, v: &View) {
+    let m = &v.mon.model;
+    let n = m.cfg.window_steps;
+    let extra = match m.merged.step_time_ms.recent(n) {
+        Some(s) => format!("last {} steps · p50 {} · p95 {}", s.n, ms(s.p50), ms(s.p95)),
+        None if !m.stages.by_name.is_empty() => "forward stages only: no step time logged".into(),
+        None => String::new(),
+    };
+    let block = v.block(Pane::Breakdown, extra);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let segs = segments(m);
+    let total: f64 = segs.iter().map(|s| s.ms).sum();
+    if segs.is_empty() || total <= 0.0 {
+        let msg = "no step or stage times yet (the log has not said how long a step takes)";
+        f.render_widget(Paragraph::new(v.span(msg, Role::Muted)), inner);
+        return;
+    }
+    let width = inner.width as usize;
+    let mut lines = vec![Line::from(bar(v, &segs, total, width))];
+    let legend = |s: &Segment| format!("{} {} {:.0}%", s.name, ms(s.ms), 100.0 * s.ms / total);
+    if inner.height as usize > segs.len() {
+        for s in &segs {
+            lines.push(Line::from(vec![
+                v.span(s.fill.to_string(), s.role),
+                v.span(format!(" {}", fit(&legend(s), width - 2)), Role::Text),
+            ]));
+        }
+    } else {
+        let mut spans = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            if i > 0 {
+                spans.push(v.span(" · ", Role::Muted));
+            }
+            spans.push(v.span(s.fill.to_string(), s.role));
+            spans.push(v.span(format!(" {}", legend(s)), Role::Text));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The bar: each part as wide as its share, at least one cell when it is there at all.
+fn bar<'a>(v: &View, segs: &[Segment], total: f64, width: usize) -> Vec<Span<'a>> {
+    let mut cells: Vec<usize> = segs
+        .iter()
+        .map(|s| ((s.ms / total) * width as f64).round().max(1.0) as usize)
+        .collect();
+    // Rounding may overshoot or fall short: the widest part absorbs the difference.
+    let sum: usize = cells.iter().sum();
+    if let Some(widest) = (0..cells.len()).max_by_key(|i| cells[*i]) {
+        cells[widest] = (cells[widest] + width).saturating_sub(sum).max(1);
+    }
+    segs.iter()
+        .zip(cells)
+        .map(|(s, n)| v.span(s.fill.to_string().repeat(n), s.role))
+        .collect()
+}

@@ -1,0 +1,142 @@
+//! Per GPU: utilisation with a sparkline, memory, power against its limit, temperature, SM
+//! clock, and why the clocks are held down; the reason when NVML gives nothing.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::{Pane, View};
+use crate::probe::GpuReading;
+use crate::theme::Role;
+use crate::ui::widgets::{columns, fit, sparkline};
+
+/// Seconds per sparkline cell; a fixed grain so the line shifts at most this often.
+const SPARK_S: f64 = 5.0;
+
+pub fn render(f: &mut Frame, area: Rect, v: &View) {
+    let h = &v.mon.model.hardware;
+    let latest = h.latest();
+    let count = latest.map_or(0, |s| s.gpus.len());
+    let extra = match count {
+        0 => String::new(),
+        n => format!("{n} · util {}s/cell", SPARK_S as u32),
+    };
+    let block = v.block(Pane::Gpus, extra);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let Some(sample) = latest else {
+        let msg = "no hardware readings yet";
+        f.render_widget(Paragraph::new(v.span(msg, Role::Muted)), inner);
+        return;
+    };
+    if sample.gpus.is_empty() {
+        let why = sample
+            .gpu_error
+            .clone()
+            .unwrap_or_else(|| "no GPU selected".into());
+        f.render_widget(
+            Paragraph::new(v.span(format!("no GPU readings: {why}"), Role::Muted))
+                .wrap(Wrap { trim: true }),
+            inner,
+        );
+        return;
+    }
+    let width = inner.width as usize;
+    let two_rows = width < 64 && inner.height as usize >= 2 * sample.gpus.len();
+    let mut lines = Vec::new();
+    for g in &sample.gpus {
+        let spark_w = if two_rows {
+            width.saturating_sub(22).min(24)
+        } else {
+            12
+        };
+        let history: Vec<(f64, f64)> = h
+            .recent
+            .iter()
+            .filter_map(|s| {
+                let r = s.gpus.iter().find(|x| x.index == g.index)?;
+                Some((s.time, f64::from(r.util_pct?)))
+            })
+            .collect();
+        let spark = sparkline(
+            &columns(history.into_iter(), sample.time, SPARK_S, spark_w),
+            100.0,
+        );
+        let mut head = vec![
+            v.span(format!("{} ", g.index), Role::Title),
+            v.span(format!("{} ", fit(&short_name(&g.name), 12)), Role::Muted),
+        ];
+        if let Some(why) = &g.failed {
+            head.push(v.span(format!("lost: {why}"), Role::Crit));
+            lines.push(Line::from(head));
+            continue;
+        }
+        head.push(v.span(spark, Role::Chart));
+        head.push(v.span(
+            g.util_pct.map_or(" -".into(), |u| format!(" {u:>3}%")),
+            util_role(g.util_pct),
+        ));
+        let rest = details(v, g);
+        if two_rows {
+            lines.push(Line::from(head));
+            let mut second = vec![Span::raw("  ")];
+            second.extend(rest);
+            lines.push(Line::from(second));
+        } else {
+            head.push(Span::raw(" "));
+            head.extend(rest);
+            lines.push(Line::from(head));
+        }
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Memory, power, temperature, clock and throttle reasons, as spans.
+fn details<'a>(v: &View, g: &GpuReading) -> Vec<Span<'a>> {
+    let mut out = Vec::new();
+    if let (Some(used), Some(total)) = (g.mem_used_bytes, g.mem_total_bytes) {
+        let share = used as f64 / total.max(1) as f64;
+        let role = if share >= 0.95 {
+            Role::Warn
+        } else {
+            Role::Text
+        };
+        out.push(v.span(format!("{:.1}/{:.0}G ", gib(used), gib(total)), role));
+    }
+    if let Some(p) = g.power_w {
+        let limit = g
+            .power_limit_w
+            .map(|l| format!("/{l:.0}"))
+            .unwrap_or_default();
+        out.push(v.span(format!("{p:.0}{limit}W "), Role::Text));
+    }
+    if let Some(t) = g.temp_c {
+        let role = if t >= 85 { Role::Warn } else { Role::Text };
+        out.push(v.span(format!("{t}°C "), role));
+    }
+    if let Some(c) = g.sm_clock_mhz {
+        out.push(v.span(format!("{c}MHz "), Role::Muted));
+    }
+    if let Some(reasons) = g.throttle.as_ref().filter(|r| !r.is_empty()) {
+        out.push(v.span(reasons.join(","), Role::Warn));
+    }
+    out
+}
+
+fn util_role(u: Option<u32>) -> Role {
+    match u {
+        Some(u) if u < 50 => Role::Warn,
+        Some(_) => Role::Ok,
+        None => Role::Muted,
+    }
+}
+
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1u32 << 30)
+}
+
+/// `NVIDIA H100 80GB HBM3` is `H100 80GB HBM3`: the vendor is the same on every line.
+fn short_name(name: &str) -> String {
+    name.trim_start_matches("NVIDIA ").to_string()
+}

@@ -1,0 +1,72 @@
+//! The logged forward stages, hottest first: recent p50, share of the forward time, and the
+//! trend against the run's own early blocks.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use super::{Pane, View};
+use crate::theme::Role;
+use crate::ui::widgets::fit;
+use crate::units::ms;
+
+/// A trend this far from 1.0 is shown as a rise or fall.
+const TREND_SHOWN: f64 = 0.1;
+
+pub fn render(f: &mut Frame, area: Rect, v: &View) {
+    let m = &v.mon.model;
+    let n = m.cfg.window_steps;
+    let forward = m.stages.recent_forward.mean_last(n);
+    let extra = forward
+        .map(|fw| format!("forward {}", ms(fw)))
+        .unwrap_or_default();
+    let block = v.block(Pane::Stages, extra);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let hottest = m.stages.hottest();
+    if hottest.is_empty() {
+        let msg = "no stage timings in the log (a per-stage timing block fills this)";
+        f.render_widget(Paragraph::new(v.span(msg, Role::Muted)), inner);
+        return;
+    }
+    let width = inner.width as usize;
+    let name_w = width.saturating_sub(26).max(6);
+    let mut lines = vec![Line::from(v.span(
+        format!(
+            "{:<name_w$} {:>10} {:>6} {:>7}",
+            "stage", "p50", "share", "trend"
+        ),
+        Role::Muted,
+    ))];
+    for s in hottest.iter().take(inner.height.saturating_sub(1) as usize) {
+        let Some(p50) = s
+            .recent
+            .last_n(n)
+            .map(|x| x.p50)
+            .or_else(|| s.ms.quantile(0.5))
+        else {
+            continue;
+        };
+        let share = forward
+            .filter(|fw| *fw > 0.0)
+            .and_then(|fw| Some(s.recent.mean_last(n)? / fw));
+        let share = share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0));
+        let (trend, role) = match s.trend(n) {
+            Some(t) if t >= 1.0 + TREND_SHOWN => (format!("↑{t:.2}x"), Role::Warn),
+            Some(t) if t <= 1.0 - TREND_SHOWN => (format!("↓{t:.2}x"), Role::Ok),
+            Some(_) => ("=".into(), Role::Muted),
+            None => ("".into(), Role::Muted),
+        };
+        let indent = "  ".repeat(usize::from(s.depth));
+        let name = fit(&format!("{indent}{}", s.name), name_w);
+        lines.push(Line::from(vec![
+            v.span(
+                format!("{name:<name_w$} {:>10} {share:>6} ", ms(p50)),
+                Role::Text,
+            ),
+            v.span(format!("{trend:>7}"), role),
+        ]));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,275 @@
+//! Screen snapshots: scenario fixtures through the monitor, drawn with ratatui's TestBackend at
+//! 80x24 and 160x48, compared with tests/snapshots/<name>.txt. After a deliberate change to
+//! the screen, `STEPTOP_BLESS=1 cargo test --test render` rewrites them; review the diff.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Modifier;
+
+use steptop::diagnose::DiagnoseConfig;
+use steptop::model::ModelConfig;
+use steptop::monitor::Monitor;
+use steptop::msg::Msg;
+use steptop::probe::{HostReading, Sample};
+use steptop::theme::{Role, Theme};
+use steptop::ui::panes::View;
+use steptop::ui::state::UiState;
+
+fn monitor(files: &[&str]) -> Monitor {
+    monitor_until(files, u64::MAX)
+}
+
+/// The monitor as it was when the logs reached step `last`.
+fn monitor_until(files: &[&str], last: u64) -> Monitor {
+    let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+    let paths: Vec<&Path> = files.iter().map(Path::new).collect();
+    steptop::replay::messages(&paths, &Arc::default(), &mut |msg| {
+        if m.model.merged.last_step.is_none_or(|s| s < last) {
+            m.apply(msg);
+        }
+    })
+    .unwrap();
+    m
+}
+
+fn draw(m: &Monitor, ui: &UiState, theme: &Theme, w: u16, h: u16) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let view = View {
+        mon: m,
+        ui,
+        theme,
+        step_age: None,
+    };
+    t.draw(|f| steptop::ui::draw(f, &view)).unwrap();
+    t.backend().buffer().clone()
+}
+
+fn text(buf: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut row = String::new();
+        for x in 0..buf.area.width {
+            row.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn snapshot(name: &str, buf: &Buffer) {
+    let got = text(buf);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("STEPTOP_BLESS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "no snapshot {}; run STEPTOP_BLESS=1 cargo test --test render and review it\n{got}",
+            path.display()
+        )
+    });
+    assert!(
+        want == got,
+        "screen {name} differs from {}\n--- want\n{want}\n--- got\n{got}",
+        path.display()
+    );
+}
+
+fn fixture(run: &str, file: &str) -> String {
+    format!("{}/fixtures/runs/{run}/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn default_theme() -> Theme {
+    Theme::load("default").unwrap()
+}
+
+/// Finds `needle` on the screen; its position.
+fn find(buf: &Buffer, needle: &str) -> Option<(u16, u16)> {
+    let t = text(buf);
+    t.lines().enumerate().find_map(|(y, line)| {
+        let x = line.find(needle)?;
+        Some((line[..x].chars().count() as u16, y as u16))
+    })
+}
+
+#[test]
+fn healthy_run_at_both_sizes() {
+    let m = monitor(&[&fixture("healthy_run", "run.jsonl")]);
+    let theme = default_theme();
+    let ui = UiState::default();
+    let small = draw(&m, &ui, &theme, 80, 24);
+    snapshot("healthy_run_80x24", &small);
+    let big = draw(&m, &ui, &theme, 160, 48);
+    snapshot("healthy_run_160x48", &big);
+    // The verdict line is coloured as its severity says.
+    let (x, y) = find(&big, "●").expect("a verdict mark");
+    assert_eq!(big[(x, y)].style().fg, theme.style(Role::Info).fg);
+}
+
+#[test]
+fn data_bound_run_names_the_bottleneck_in_the_crit_colour() {
+    // Epoch 1, read from NFS; epoch 2 comes from the page cache and clears it.
+    let m = monitor_until(&[&fixture("data_loading_bound", "run.jsonl")], 200);
+    let theme = default_theme();
+    let ui = UiState::default();
+    let small = draw(&m, &ui, &theme, 80, 24);
+    snapshot("data_loading_bound_80x24", &small);
+    snapshot("data_loading_bound_160x48", &draw(&m, &ui, &theme, 160, 48));
+    let verdict = m.diagnosis.verdict().expect("a verdict");
+    assert_eq!(verdict.rule, "data_loading_bound");
+    let (x, y) = find(&small, "●").expect("a verdict mark");
+    assert_eq!(verdict.severity, steptop::diagnose::Severity::Crit);
+    assert_eq!(small[(x, y)].style().fg, theme.style(Role::Crit).fg);
+}
+
+/// A plain log and what the sampler sends on a machine without the NVIDIA driver.
+#[test]
+fn without_nvml_the_gpu_pane_says_why() {
+    let mut m = monitor(&[&fixture("stage8_third", "timing.log")]);
+    m.apply(Msg::Sample(Box::new(Sample {
+        time: 1_800_000_000.0,
+        gpus: Vec::new(),
+        gpu_error: Some(
+            "no NVIDIA library (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this \
+             machine, or set STEPTOP_NVML_LIB to the library's path"
+                .into(),
+        ),
+        host: Some(HostReading {
+            cpus: 8,
+            cpu_pct: Some(12.5),
+            per_cpu_pct: vec![10.0, 20.0, 5.0, 15.0, 0.0, 30.0, 8.0, 12.0],
+            mem_total_bytes: 64 << 30,
+            mem_available_bytes: 48 << 30,
+            mem_used_bytes: 16 << 30,
+            load_avg: [1.5, 1.2, 1.0],
+            ..HostReading::default()
+        }),
+        trainer: None,
+    })));
+    let theme = default_theme();
+    let ui = UiState::default();
+    let small = draw(&m, &ui, &theme, 80, 24);
+    snapshot("no_nvml_80x24", &small);
+    snapshot("no_nvml_160x48", &draw(&m, &ui, &theme, 160, 48));
+    assert!(find(&small, "no GPU readings: no NVIDIA library").is_some());
+}
+
+/// Readings recorded from the fake NVML's throttling scenario: clocks held down, named.
+#[test]
+fn a_throttled_gpu_shows_its_reasons() {
+    let m = monitor(&[&fixture("gpu_throttling", "run.jsonl")]);
+    let theme = default_theme();
+    let ui = UiState::default();
+    let big = draw(&m, &ui, &theme, 160, 48);
+    snapshot("gpu_throttling_160x48", &big);
+    snapshot("gpu_throttling_80x24", &draw(&m, &ui, &theme, 80, 24));
+}
+
+#[test]
+fn help_overlay_and_a_zoomed_pane() {
+    let m = monitor(&[&fixture("stage8_third", "timing.log")]);
+    let theme = default_theme();
+    let mut ui = UiState::default();
+    ui.apply(steptop::ui::action::Action::Help);
+    let help = draw(&m, &ui, &theme, 80, 24);
+    snapshot("help_80x24", &help);
+    for b in steptop::ui::action::KEYMAP {
+        assert!(find(&help, b.help).is_some(), "help lacks '{}'", b.help);
+    }
+    let mut ui = UiState {
+        focus: steptop::ui::panes::Pane::Stages,
+        ..UiState::default()
+    };
+    ui.apply(steptop::ui::action::Action::Zoom);
+    let zoomed = draw(&m, &ui, &theme, 80, 24);
+    snapshot("stages_zoomed_80x24", &zoomed);
+    assert!(find(&zoomed, "Stage8").is_some());
+}
+
+#[test]
+fn alert_details_list_every_action() {
+    let m = monitor_until(&[&fixture("data_loading_bound", "run.jsonl")], 200);
+    let theme = default_theme();
+    let mut ui = UiState::default();
+    ui.apply(steptop::ui::action::Action::AlertDetails);
+    let buf = draw(&m, &ui, &theme, 100, 30);
+    snapshot("details_100x30", &buf);
+    let verdict = m.diagnosis.verdict().unwrap();
+    for (i, _) in verdict.actions.iter().enumerate().take(3) {
+        assert!(
+            find(&buf, &format!("{}. ", i + 1)).is_some(),
+            "action {}",
+            i + 1
+        );
+    }
+}
+
+#[test]
+fn a_hostile_log_line_reaches_the_screen_without_its_escapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("train.log");
+    std::fs::write(
+        &path,
+        "step 1 loss=2.5 \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b]0;owned\x07\x1b[2J\x1b[10;10Hend\n",
+    )
+    .unwrap();
+    let m = monitor(&[path.to_str().unwrap()]);
+    let ui = UiState {
+        focus: steptop::ui::panes::Pane::Log,
+        ..UiState::default()
+    };
+    let buf = draw(&m, &ui, &default_theme(), 80, 24);
+    let screen = text(&buf);
+    assert!(screen.contains("step 1 loss=2.5 end"), "{screen}");
+    for cell in buf.content() {
+        assert!(!cell.symbol().chars().any(char::is_control), "{screen}");
+    }
+}
+
+#[test]
+fn keys_change_the_screen_not_the_model() {
+    let m = monitor(&[&fixture("stage8_third", "timing.log")]);
+    let before = format!("{:?}", m.model);
+    let theme = default_theme();
+    let mut ui = UiState::default();
+    for code in [KeyCode::Tab, KeyCode::Tab, KeyCode::Tab, KeyCode::Char('+')] {
+        ui.key(&KeyEvent::new(code, KeyModifiers::NONE));
+    }
+    let buf = draw(&m, &ui, &theme, 80, 24);
+    // The third Tab focuses the stages, which take the left slot at 80x24.
+    let (x, y) = find(&buf, "forward stages forward").expect("stages shown");
+    assert!(buf[(x, y)].style().add_modifier.contains(Modifier::BOLD));
+    assert_eq!(
+        buf[(x - 1, y)].style().fg,
+        theme.style(Role::BorderFocused).fg
+    );
+    assert_eq!(format!("{:?}", m.model), before);
+}
+
+#[test]
+fn every_theme_draws_and_mono_has_no_colour() {
+    let m = monitor_until(&[&fixture("data_loading_bound", "run.jsonl")], 200);
+    for (name, _) in steptop::theme::BUILTIN {
+        let theme = Theme::load(name).unwrap();
+        let buf = draw(&m, &UiState::default(), &theme, 80, 24);
+        if name == "mono" {
+            for cell in buf.content() {
+                let s = cell.style();
+                assert!(
+                    s.fg.is_none_or(|c| c == ratatui::style::Color::Reset)
+                        && s.bg.is_none_or(|c| c == ratatui::style::Color::Reset),
+                    "mono has colour {s:?}"
+                );
+            }
+        }
+    }
+}
