@@ -1,0 +1,243 @@
+//! The real binary in a real terminal: tmux runs `steptop LOG` in a pane, the test types keys
+//! (send-keys) and reads the screen (capture-pane). It starts, shows the fixture's step and
+//! verdict, follows new lines, reacts to keys, survives a resize, and gives the terminal back
+//! (main screen, cooked mode) on `q` and on SIGHUP. The GPU pane reads the fake NVML through
+//! the real sampler. `.ci/run` installs tmux.
+
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux server of its own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, width: u16, height: u16, dir: &Path, script: &str) -> Tmux {
+        let t = Tmux {
+            socket: format!("steptop-test-{}-{name}", std::process::id()),
+        };
+        let w = width.to_string();
+        let h = height.to_string();
+        let dir = dir.to_str().unwrap();
+        let out = t.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            "-c",
+            dir,
+            script,
+        ]);
+        assert!(out.is_some(), "tmux failed to start; is tmux installed?");
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "t"])
+            .unwrap_or_default()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.cmd(&args).expect("send-keys");
+    }
+
+    fn var(&self, name: &str) -> String {
+        self.cmd(&["display-message", "-p", "-t", "t", &format!("#{{{name}}}")])
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    }
+
+    /// Waits until the screen satisfies `done`; fails with the screen after 20 s.
+    fn wait(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.screen();
+            if done(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The pid of the program the pane's shell runs (its child).
+    fn child_pid(&self) -> u32 {
+        let shell: u32 = self.var("pane_pid").parse().expect("pane pid");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+                // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok());
+                if ppid == Some(shell) {
+                    return entry.file_name().to_str().unwrap().parse().unwrap();
+                }
+            }
+            assert!(Instant::now() < deadline, "no child of the pane's shell");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.cmd(&["kill-server"]);
+    }
+}
+
+fn steptop() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_steptop"))
+}
+
+const FAKE_GPU: &str = "gpus 1\nname 0 NVIDIA H100 80GB HBM3\n\
+                        row 0 0 93 40 61000 81559 512000 700000 66 1755 1980 0x0 1000 2000\n";
+
+/// The script the pane runs: steptop, then, on one line, its exit code and whether the
+/// terminal is back in cooked mode (`icanon echo`, not `-icanon -echo`); then it waits, so
+/// the pane stays for the test to read (the server is killed on drop).
+fn script(args: &str, env: &str) -> String {
+    format!(
+        "{env} {} {args}; echo \"exit=$? $(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')\"; sleep 60",
+        steptop().display()
+    )
+}
+
+fn append(path: &Path, text: &str) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+fn steps(from: u64, to: u64) -> String {
+    (from..=to)
+        .map(|s| {
+            format!(
+                "step {s}/100 | loss={:.3} | data_time=120ms | time=0.400s\n",
+                3.0 - s as f64 * 0.01
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_live_view_starts_follows_reacts_and_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    std::fs::write(&log, steps(1, 40)).unwrap();
+    let scenario = dir.path().join("gpu.txt");
+    std::fs::write(&scenario, FAKE_GPU).unwrap();
+    let env = format!(
+        "STEPTOP_NVML_LIB={} FAKE_NVML_SCENARIO={}",
+        support::fake_nvml().display(),
+        scenario.display()
+    );
+    let t = Tmux::start("main", 100, 30, dir.path(), &script("train.log", &env));
+    let s = t.wait("the fixture's step and verdict", |s| {
+        s.contains("step 40/100") && s.contains("data loading takes")
+    });
+    assert!(s.contains("H100 80GB"), "the fake GPU is read:\n{s}");
+    assert_eq!(t.var("alternate_on"), "1", "full screen while running");
+
+    append(&log, &steps(41, 45));
+    t.wait("appended steps", |s| s.contains("step 45/100"));
+
+    t.keys(&["?"]);
+    t.wait("the help", |s| s.contains("keys (Esc closes)"));
+    t.keys(&["Escape"]);
+    t.wait("the help closed", |s| !s.contains("keys (Esc closes)"));
+
+    t.keys(&["a"]);
+    t.wait("the alert details", |s| s.contains("What to do"));
+    t.keys(&["Escape"]);
+
+    // Focus the log, zoom it: it takes the screen under the header.
+    for _ in 0..6 {
+        t.keys(&["Tab"]);
+    }
+    t.keys(&["Enter"]);
+    t.wait("the zoomed log", |s| {
+        s.contains(" log ") && !s.contains(" GPUs ") && s.contains("step 45/100 | loss")
+    });
+    t.keys(&["Escape"]);
+
+    t.cmd(&["resize-window", "-t", "t", "-x", "80", "-y", "24"])
+        .expect("resize");
+    let s = t.wait("the screen redrawn at 80x24", |s| {
+        s.lines().count() <= 24 && s.contains("step 45/100") && s.contains(" GPUs ")
+    });
+    assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+
+    t.keys(&["q"]);
+    let s = t.wait("steptop to quit", |s| s.contains("exit="));
+    assert!(s.contains("exit=0"), "{s}");
+    assert!(
+        s.contains("icanon echo") && !s.contains("-icanon"),
+        "cooked mode back:\n{s}"
+    );
+    assert_eq!(t.var("alternate_on"), "0", "the main screen back");
+}
+
+#[test]
+fn sighup_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("train.log"), steps(1, 10)).unwrap();
+    let t = Tmux::start(
+        "hup",
+        100,
+        30,
+        dir.path(),
+        &script("--no-probe train.log", ""),
+    );
+    t.wait("the screen", |s| s.contains("step 10/100"));
+    let pid = t.child_pid();
+    Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    let s = t.wait("steptop to stop", |s| s.contains("exit="));
+    assert!(s.contains("icanon echo") && !s.contains("-icanon"), "{s}");
+    assert_eq!(t.var("alternate_on"), "0");
+}
+
+#[test]
+fn without_a_terminal_it_points_to_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    std::fs::write(&log, steps(1, 3)).unwrap();
+    let out = Command::new(steptop()).arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a terminal") && err.contains("steptop report"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
