@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -21,7 +21,7 @@ pub fn spawn(
     opts: FollowOptions,
     patterns: Arc<Vec<UserPattern>>,
     stop: Arc<AtomicBool>,
-    inbox: Sender<Msg>,
+    inbox: SyncSender<Msg>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("steptop-source".into())

@@ -105,7 +105,7 @@ fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
         .as_deref()
         .map(recording::Recorder::create)
         .transpose()?;
-    let (tx, inbox) = std::sync::mpsc::channel();
+    let (tx, inbox) = msg::inbox();
     // A recording holds the logs' lines too: they are followed from their start, and every
     // message is recorded in the order it arrives, as a live monitor would take them.
     if recorder.is_some() && !args.logs.is_empty() {

@@ -2,6 +2,8 @@
 //! and stamped by the thread that made it, so the monitor needs no clock and no locks and the
 //! same messages always give the same state.
 
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
 use crate::model::Stamp;
 use crate::parse::LineInfo;
 use crate::parse::record::Record;
@@ -33,4 +35,13 @@ pub enum Msg {
     SourceStopped { reason: String },
     /// A key, a resize or a signal for the live view; the monitor ignores it.
     Ui(crate::ui::input::UiEvent),
+}
+
+/// Messages the inbox holds before its producers wait. Bounded, so that a source reading a
+/// long history cannot run ahead of the monitor and pile the whole file up in memory.
+pub const INBOX_CAPACITY: usize = 1024;
+
+/// A new inbox: the senders for the producer threads and the monitor's end.
+pub fn inbox() -> (SyncSender<Msg>, Receiver<Msg>) {
+    sync_channel(INBOX_CAPACITY)
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use steptop::diagnose::DiagnoseConfig;
@@ -35,7 +35,7 @@ fn history_then_appended_steps_reach_the_model() {
     )
     .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, inbox) = mpsc::channel();
+    let (tx, inbox) = steptop::msg::inbox();
     let spec = InputSpec::parse(path.to_str().unwrap()).unwrap();
     let source = steptop::follow::spawn(
         vec![spec],
@@ -82,7 +82,7 @@ fn history_then_appended_steps_reach_the_model() {
 #[test]
 fn a_follower_that_cannot_start_says_why() {
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, inbox) = mpsc::channel();
+    let (tx, inbox) = steptop::msg::inbox();
     let source = steptop::follow::spawn(
         Vec::new(),
         FollowOptions::default(),

@@ -228,6 +228,28 @@ fn sighup_restores_the_terminal() {
 }
 
 #[test]
+fn a_panic_on_a_background_thread_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("train.log"), steps(1, 10)).unwrap();
+    let env = "STEPTOP_INJECT_PANIC=1";
+    let t = Tmux::start(
+        "panic",
+        100,
+        30,
+        dir.path(),
+        &script("--no-probe train.log", env),
+    );
+    let s = t.wait("steptop to stop", |s| s.contains("exit="));
+    assert!(s.contains("exit=101"), "{s}");
+    assert!(
+        s.contains("injected by STEPTOP_INJECT_PANIC"),
+        "the panic is printed:\n{s}"
+    );
+    assert!(s.contains("icanon echo") && !s.contains("-icanon"), "{s}");
+    assert_eq!(t.var("alternate_on"), "0");
+}
+
+#[test]
 fn without_a_terminal_it_points_to_report() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("train.log");

@@ -4,7 +4,7 @@
 //! tables). `spawn` runs it on one thread that sends each sample into the inbox.
 
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -200,7 +200,7 @@ pub fn unix_now() -> f64 {
 }
 
 /// Runs the sampler on its own thread until the inbox closes.
-pub fn spawn(opts: SamplerOptions, inbox: Sender<Msg>) -> std::io::Result<JoinHandle<()>> {
+pub fn spawn(opts: SamplerOptions, inbox: SyncSender<Msg>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("sampler".into())
         .spawn(move || {
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_thread_sends_samples_at_its_interval_and_stops_when_the_inbox_closes() {
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = crate::msg::inbox();
         let opts = SamplerOptions {
             interval: Duration::from_millis(20),
             ..SamplerOptions::default()

@@ -2,7 +2,7 @@
 //! crossterm's `read`) and the signal thread (SIGTERM, SIGHUP, SIGINT). Both send into the
 //! same inbox as the sources, so the main loop has one place to wait.
 
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -21,7 +21,7 @@ pub enum UiEvent {
 }
 
 /// Starts the thread that reads the terminal's input.
-pub fn spawn_input(inbox: Sender<Msg>) -> std::io::Result<()> {
+pub fn spawn_input(inbox: SyncSender<Msg>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("steptop-input".into())
         .spawn(move || {
@@ -44,7 +44,7 @@ pub fn spawn_input(inbox: Sender<Msg>) -> std::io::Result<()> {
 
 /// Starts the thread that turns SIGTERM, SIGHUP (a dropped ssh session) and SIGINT into a
 /// stop message, so the main loop restores the terminal before exiting.
-pub fn spawn_signals(inbox: Sender<Msg>) -> std::io::Result<()> {
+pub fn spawn_signals(inbox: SyncSender<Msg>) -> std::io::Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGHUP, SIGINT])?;
     std::thread::Builder::new()
         .name("steptop-signals".into())

@@ -13,7 +13,7 @@ pub mod widgets;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use ratatui::Frame;
@@ -66,7 +66,7 @@ pub fn draw(f: &mut Frame, v: &View) {
 /// Runs the live view until `q`, Ctrl-C, SIGTERM or SIGHUP. The caller has checked that
 /// stdout is a terminal.
 pub fn run(opts: LiveOptions) -> Result<(), Error> {
-    let (tx, inbox) = mpsc::channel();
+    let (tx, inbox) = crate::msg::inbox();
     let stop = Arc::new(AtomicBool::new(false));
     let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
     crate::follow::spawn(
@@ -84,6 +84,14 @@ pub fn run(opts: LiveOptions) -> Result<(), Error> {
     let (mut screen, guard) =
         terminal::enter().map_err(|e| fail("the terminal's full-screen mode", e))?;
     input::spawn_input(tx).map_err(|e| fail("the input thread", e))?;
+    // Fault injection for the end-to-end test: a panic on a background thread must still
+    // give the terminal back.
+    if std::env::var_os("STEPTOP_INJECT_PANIC").is_some() {
+        std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(500));
+            panic!("injected by STEPTOP_INJECT_PANIC");
+        });
+    }
     let mut app = App {
         mon: Monitor::new(opts.config.model, opts.config.diagnose.clone()),
         ui: UiState::default(),

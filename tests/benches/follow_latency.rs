@@ -13,7 +13,6 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -79,7 +78,7 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
         Arc::new((0..run.lines).map(|_| AtomicU64::new(0)).collect());
     let ready = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let (inbox_tx, inbox) = mpsc::channel();
+    let (inbox_tx, inbox) = steptop::msg::inbox();
     let source = steptop::follow::spawn(
         vec![spec],
         run.opts.clone(),

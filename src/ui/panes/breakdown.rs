@@ -96,7 +96,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let m = &v.mon.model;
     let n = m.cfg.window_steps;
     let extra = match m.merged.step_time_ms.recent(n) {
-        Some(s) => format!("last {} steps · p50 {} · p95 {}", s.n, ms(s.p50), ms(s.p95)),
+        Some(s) => format!("{} steps · p50 {} · p95 {}", s.n, ms(s.p50), ms(s.p95)),
         None if !m.stages.by_name.is_empty() => "forward stages only: no step time logged".into(),
         None => String::new(),
     };
@@ -113,8 +113,15 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let width = inner.width as usize;
     let mut lines = vec![Line::from(bar(v, &segs, total, width))];
     let legend = |s: &Segment| format!("{} {} {:.0}%", s.name, ms(s.ms), 100.0 * s.ms / total);
-    if inner.height as usize > segs.len() {
-        for s in &segs {
+    let rows = (inner.height as usize).saturating_sub(1);
+    if rows >= 3 || rows >= segs.len() {
+        // One row per part; when they do not all fit, the costliest ones.
+        let mut shown: Vec<&Segment> = segs.iter().collect();
+        if shown.len() > rows {
+            shown.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+            shown.truncate(rows);
+        }
+        for s in shown {
             lines.push(Line::from(vec![
                 v.span(s.fill.to_string(), s.role),
                 v.span(format!(" {}", fit(&legend(s), width - 2)), Role::Text),

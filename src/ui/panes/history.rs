@@ -40,7 +40,14 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         [inner, Rect::default()]
     };
     let width = chart.width as usize;
-    let col = column_seconds(span, width);
+    // A column at least as long as a usual step: slower steps would leave every few columns
+    // empty.
+    let step_s = g
+        .step_median_ms
+        .or(g.step_time_ms.recent.last())
+        .unwrap_or(0.0)
+        / 1000.0;
+    let col = column_seconds((span / width.max(1) as f64).max(step_s), 1);
     let at = |s: &Series| columns(s.points().map(|p| (p.t1, p.mean)), end, col, width);
     let steps = at(step);
     let data = at(&g.data_time_ms.series);
@@ -65,7 +72,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         Some((&data, v.style(Role::Data))),
     );
     if side.width > 0 {
-        let col = column_seconds(span, side.width as usize);
+        let col = column_seconds((span / f64::from(side.width)).max(step_s), 1);
         loss_panel(f, side, v, end, col);
     }
 }

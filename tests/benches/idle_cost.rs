@@ -1,0 +1,235 @@
+//! What the live view costs when left running, and how fast it starts. Prints figures; asserts
+//! nothing (the machines are shared and noisy).
+//!
+//! Idle: `steptop LOG` in tmux at 160x48 (probes on), the log growing one step per second.
+//! Over `STEPTOP_BENCH_SECONDS` (default 60) after a 5 s warm-up, in 10 s windows: CPU of one
+//! core (utime + stime from /proc), bytes written to the terminal (tmux pipe-pane), RSS.
+//! Start-up: with a log of `STEPTOP_BENCH_LINES` (default 1,000,000) lines, the time from
+//! exec to the first frame on the terminal, and until the whole history is read.
+//!
+//! `cargo bench --bench idle_cost` (needs tmux).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const WIDTH: &str = "160";
+const HEIGHT: &str = "48";
+
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.0, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux (apt-get install tmux)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A session whose shell waits for Enter and then execs `command`, with the pane's
+    /// output copied to `capture` from before the program starts.
+    fn start(name: &str, dir: &Path, command: &str, capture: &Path) -> Tmux {
+        let t = Tmux(format!("steptop-bench-{}-{name}", std::process::id()));
+        let script = format!("read go; exec {command}");
+        t.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "b",
+            "-x",
+            WIDTH,
+            "-y",
+            HEIGHT,
+            "-c",
+            dir.to_str().unwrap(),
+            &script,
+        ]);
+        t.cmd(&[
+            "pipe-pane",
+            "-o",
+            "-t",
+            "b",
+            &format!("cat >> {}", capture.display()),
+        ]);
+        t
+    }
+
+    fn pid(&self) -> u32 {
+        self.cmd(&["display-message", "-p", "-t", "b", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .expect("pane pid")
+    }
+
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "b"])
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.cmd(&["kill-server"]);
+    }
+}
+
+fn line(step: u64, total: u64) -> String {
+    format!(
+        "step {step}/{total} | epoch=1 | loss={:.4} | lr=3.0e-04 | data_time=41ms | time=0.987s | samples/s=259.3\n",
+        4.0 - step as f64 * 1e-6
+    )
+}
+
+/// CPU seconds (user + system) the process has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = fields
+        .get(11..13)
+        .map(|f| f.iter().filter_map(|x| x.parse::<f64>().ok()).sum())
+        .unwrap_or(0.0);
+    // USER_HZ is 100 on every Linux this runs on.
+    ticks / 100.0
+}
+
+fn status_kib(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn env_or(key: &str, default: u64) -> u64 {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn idle(bin: &str) {
+    let seconds = env_or("STEPTOP_BENCH_SECONDS", 60).max(10);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let total = 100_000;
+    let history: String = (1..=200).map(|s| line(s, total)).collect();
+    std::fs::write(&log, history).unwrap();
+    let capture = dir.path().join("tty.bin");
+    let t = Tmux::start("idle", dir.path(), &format!("{bin} train.log"), &capture);
+    t.cmd(&["send-keys", "-t", "b", "Enter"]);
+    let pid = t.pid();
+    let mut step = 200;
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let mut tick = |step: &mut u64| {
+        *step += 1;
+        f.write_all(line(*step, total).as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    for _ in 0..5 {
+        tick(&mut step);
+    }
+    let (mut cpu, mut bytes) = (Vec::new(), Vec::new());
+    for _ in 0..seconds / 10 {
+        let (c0, b0, t0) = (cpu_seconds(pid), size(&capture), Instant::now());
+        for _ in 0..10 {
+            tick(&mut step);
+        }
+        let dt = t0.elapsed().as_secs_f64();
+        cpu.push(100.0 * (cpu_seconds(pid) - c0) / dt);
+        bytes.push((size(&capture) - b0) as f64 / dt);
+    }
+    let rss = status_kib(pid, "VmRSS:");
+    let hwm = status_kib(pid, "VmHWM:");
+    assert!(
+        t.screen().contains(&format!("step {step}/")),
+        "the view did not follow:\n{}",
+        t.screen()
+    );
+    println!(
+        "idle at {WIDTH}x{HEIGHT}, one step per second, {} windows of 10 s: CPU median {:.3}% of one core (windows {}), terminal output median {:.0} B/s (windows {}), RSS {:.1} MiB (peak {:.1} MiB)",
+        cpu.len(),
+        median(cpu.clone()),
+        cpu.iter()
+            .map(|c| format!("{c:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        median(bytes.clone()),
+        bytes
+            .iter()
+            .map(|b| format!("{b:.0}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0,
+    );
+}
+
+fn startup(bin: &str) {
+    let lines = env_or("STEPTOP_BENCH_LINES", 1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("big.log");
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
+        for s in 1..=lines {
+            w.write_all(line(s, lines).as_bytes()).unwrap();
+        }
+    }
+    let capture = dir.path().join("tty.bin");
+    std::fs::write(&capture, b"").unwrap();
+    let t = Tmux::start(
+        "start",
+        dir.path(),
+        &format!("{bin} --no-probe big.log"),
+        &capture,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    t.cmd(&["send-keys", "-t", "b", "Enter"]);
+    let deadline = t0 + Duration::from_secs(300);
+    let mut first = None;
+    // The first frame: the header's name on the terminal. Then: the last step shown.
+    while first.is_none() && Instant::now() < deadline {
+        let out = std::fs::read(&capture).unwrap_or_default();
+        if out.windows(7).any(|w| w == b"steptop") {
+            first = Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let want = format!("step {lines}/{lines}");
+    let mut all = None;
+    while all.is_none() && Instant::now() < deadline {
+        if t.screen().contains(&want) {
+            all = Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = t.pid();
+    let hwm = status_kib(pid, "VmHWM:");
+    let mb = size(&log) as f64 / 1e6;
+    println!(
+        "start-up with {lines} lines ({mb:.0} MB): first frame after {:.0} ms (includes tmux's send-keys and pipe), whole history shown after {:.2} s, peak RSS {:.1} MiB",
+        first.map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+        all.map_or(f64::NAN, |d| d.as_secs_f64()),
+        hwm as f64 / 1024.0
+    );
+}
+
+fn main() {
+    let bin = env!("CARGO_BIN_EXE_steptop");
+    startup(bin);
+    idle(bin);
+}
