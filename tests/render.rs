@@ -273,3 +273,49 @@ fn every_theme_draws_and_mono_has_no_colour() {
         }
     }
 }
+
+#[test]
+fn the_readme_lists_every_key() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for b in steptop::ui::action::KEYMAP {
+        assert!(
+            readme.contains(&format!(" | {} |\n", b.help)),
+            "README's key table lacks '{}'",
+            b.help
+        );
+    }
+}
+
+/// The breakdown pane alone, cell by cell: a quarter of each step waits for data.
+#[test]
+fn the_breakdown_bar_splits_the_step_by_its_shares() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("train.log");
+    let lines: String = (1..=30)
+        .map(|s| format!("step {s}/100 | loss=1.0 | data_time=100ms | time=0.400s\n"))
+        .collect();
+    std::fs::write(&path, lines).unwrap();
+    let m = monitor(&[path.to_str().unwrap()]);
+    let theme = default_theme();
+    let ui = UiState::default();
+    let view = View {
+        mon: &m,
+        ui: &ui,
+        theme: &theme,
+        step_age: None,
+    };
+    let mut t = Terminal::new(TestBackend::new(40, 3)).unwrap();
+    t.draw(|f| steptop::ui::panes::render(f, steptop::ui::panes::Pane::Breakdown, f.area(), &view))
+        .unwrap();
+    let buf = t.backend().buffer();
+    let bar: String = (0..40).map(|x| buf[(x, 1)].symbol().to_string()).collect();
+    assert_eq!(bar, format!("{}{}", "█".repeat(10), "▓".repeat(30)));
+    assert_eq!(buf[(0, 1)].style().fg, theme.style(Role::Data).fg);
+    assert_eq!(buf[(39, 1)].style().fg, theme.style(Role::Forward).fg);
+    let legend: String = (0..40).map(|x| buf[(x, 2)].symbol().to_string()).collect();
+    assert!(
+        legend.starts_with("█ data 100.0 ms 25% · ▓ compute"),
+        "{legend}"
+    );
+}

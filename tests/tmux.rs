@@ -1,7 +1,7 @@
 //! The real binary in a real terminal: tmux runs `steptop LOG` in a pane, the test types keys
 //! (send-keys) and reads the screen (capture-pane). It starts, shows the fixture's step and
 //! verdict, follows new lines, reacts to keys, survives a resize, and gives the terminal back
-//! (main screen, cooked mode) on `q` and on SIGHUP. The GPU pane reads the fake NVML through
+//! (main screen, cooked mode) on `q`, SIGHUP, SIGTERM and a panic. The GPU pane reads the fake NVML through
 //! the real sampler. `.ci/run` installs tmux.
 
 mod support;
@@ -206,25 +206,31 @@ fn the_live_view_starts_follows_reacts_and_restores_the_terminal() {
 }
 
 #[test]
-fn sighup_restores_the_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("train.log"), steps(1, 10)).unwrap();
-    let t = Tmux::start(
-        "hup",
-        100,
-        30,
-        dir.path(),
-        &script("--no-probe train.log", ""),
-    );
-    t.wait("the screen", |s| s.contains("step 10/100"));
-    let pid = t.child_pid();
-    Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .status()
-        .unwrap();
-    let s = t.wait("steptop to stop", |s| s.contains("exit="));
-    assert!(s.contains("icanon echo") && !s.contains("-icanon"), "{s}");
-    assert_eq!(t.var("alternate_on"), "0");
+fn sighup_and_sigterm_restore_the_terminal() {
+    for signal in ["HUP", "TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("train.log"), steps(1, 10)).unwrap();
+        let t = Tmux::start(
+            signal,
+            100,
+            30,
+            dir.path(),
+            &script("--no-probe train.log", ""),
+        );
+        t.wait("the screen", |s| s.contains("step 10/100"));
+        let pid = t.child_pid();
+        Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .unwrap();
+        let s = t.wait("steptop to stop", |s| s.contains("exit="));
+        assert!(s.contains("exit=0"), "SIG{signal}: {s}");
+        assert!(
+            s.contains("icanon echo") && !s.contains("-icanon"),
+            "SIG{signal}: {s}"
+        );
+        assert_eq!(t.var("alternate_on"), "0", "SIG{signal}");
+    }
 }
 
 #[test]
