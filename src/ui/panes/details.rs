@@ -14,13 +14,13 @@ use crate::units::duration;
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let alerts = listed(&v.mon.diagnosis);
-    let popup = centered(area, 76, 20);
-    f.render_widget(Clear, popup);
-    let block = Block::bordered()
-        .border_style(v.style(Role::BorderFocused))
-        .title(v.span(" alert details (↑↓ other alerts, Esc closes) ", Role::Title));
-    let inner = block.inner(popup);
-    f.render_widget(block, popup);
+    let inner = overlay(
+        f,
+        area,
+        v,
+        (76, 20),
+        " alert details (↑↓ other alerts, Esc closes) ",
+    );
     let Some(a) = alerts.get(v.ui.selected.min(alerts.len().saturating_sub(1))) else {
         f.render_widget(
             Paragraph::new(v.span("No alert has been raised.", Role::Muted)),
@@ -65,6 +65,18 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         ));
     }
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// Clears a framed box of at most `w` x `h` in the middle of `area` and returns its inside.
+pub fn overlay(f: &mut Frame, area: Rect, v: &View, (w, h): (u16, u16), title: &str) -> Rect {
+    let popup = centered(area, w, h);
+    f.render_widget(Clear, popup);
+    let block = Block::bordered()
+        .border_style(v.style(Role::BorderFocused))
+        .title(v.span(title.to_string(), Role::Title));
+    let inner = block.inner(popup);
+    f.render_widget(block, popup);
+    inner
 }
 
 /// A rectangle of at most `w` x `h` in the middle of `area`.

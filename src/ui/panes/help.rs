@@ -3,21 +3,21 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use super::View;
-use super::details::centered;
+use super::details::overlay;
 use crate::theme::Role;
 use crate::ui::action::KEYMAP;
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
-    let popup = centered(area, 60, KEYMAP.len() as u16 + 4);
-    f.render_widget(Clear, popup);
-    let block = Block::bordered()
-        .border_style(v.style(Role::BorderFocused))
-        .title(v.span(" keys (Esc closes) ", Role::Title));
-    let inner = block.inner(popup);
-    f.render_widget(block, popup);
+    let inner = overlay(
+        f,
+        area,
+        v,
+        (60, KEYMAP.len() as u16 + 4),
+        " keys (Esc closes) ",
+    );
     let mut lines: Vec<Line> = KEYMAP
         .iter()
         .map(|b| {
