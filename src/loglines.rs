@@ -35,8 +35,6 @@ pub struct LogLine {
 #[derive(Clone, Debug, Default)]
 pub struct LogLines {
     pub lines: VecDeque<LogLine>,
-    /// Lines ever pushed: the pane knows from it whether anything new came.
-    pub pushed: u64,
 }
 
 impl LogLines {
@@ -69,7 +67,11 @@ impl LogLines {
             kind,
             text,
         });
-        self.pushed += 1;
+    }
+
+    /// The last `n` lines, oldest first.
+    pub fn last(&self, n: usize) -> impl Iterator<Item = &LogLine> {
+        self.lines.iter().skip(self.lines.len().saturating_sub(n))
     }
 }
 
@@ -105,6 +107,9 @@ mod tests {
         assert_eq!(l.lines.len(), KEPT);
         assert_eq!(l.lines[0].line, 10);
         assert_eq!(l.lines[0].text.len(), CHARS);
-        assert_eq!(l.pushed, KEPT as u64 + 11);
+        assert_eq!(
+            l.last(2).map(|x| x.line).collect::<Vec<_>>(),
+            [KEPT as u64 + 8, KEPT as u64 + 9]
+        );
     }
 }

@@ -4,7 +4,6 @@
 
 use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
 use crate::feed::SourceStats;
-use crate::loglines::LogLines;
 use crate::model::{Model, ModelConfig, Stamp};
 use crate::msg::Msg;
 use crate::parse::record::Record;
@@ -20,8 +19,6 @@ pub struct Monitor {
     pub sources: Vec<SourceView>,
     /// Why the source thread stopped, if it did.
     pub stopped: Option<String>,
-    /// The last lines of the logs, cleaned, for the log pane.
-    pub log: LogLines,
 }
 
 /// One followed file as the header shows it.
@@ -42,7 +39,6 @@ impl Monitor {
             diagnosis: Diagnosis::new(diagnose),
             sources: Vec::new(),
             stopped: None,
-            log: LogLines::default(),
         }
     }
 
@@ -60,8 +56,7 @@ impl Monitor {
                 text,
                 ..
             } => {
-                self.model.line(&text);
-                self.log.push(stamp.source, stamp.line, &text, &records);
+                self.model.line(stamp.source, stamp.line, &text, &records);
                 self.source(stamp.source)
                     .stats
                     .count(stamp.line, &info, records.len());

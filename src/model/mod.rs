@@ -11,6 +11,7 @@ pub mod window;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::loglines::LogLines;
 use crate::parse::record::{
     ConfigFact, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
 };
@@ -92,14 +93,10 @@ pub struct Model {
     pub last_time: Option<f64>,
     pub hardware: Hardware,
     pub timeline: Timeline,
-    /// The last lines of the logs as delivered in messages (live runs and recordings), for
-    /// what a crashed run said last.
-    pub tail: VecDeque<String>,
+    /// The last lines of the logs as delivered in messages (live runs and recordings),
+    /// cleaned: the log pane shows them, and a crashed run's alert quotes what it said last.
+    pub log: LogLines,
 }
-
-/// Lines kept in `Model::tail`, and the characters kept of each.
-const TAIL_LINES: usize = 5;
-const TAIL_CHARS: usize = 240;
 
 /// The training setup as the logs state it.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -186,7 +183,7 @@ impl Model {
             last_time: None,
             hardware: Hardware::default(),
             timeline: Timeline::default(),
-            tail: VecDeque::new(),
+            log: LogLines::default(),
         }
     }
 
@@ -288,18 +285,10 @@ impl Model {
         }
     }
 
-    /// A log line as delivered (live or from a recording), kept among the last few.
-    pub fn line(&mut self, text: &str) {
-        let text = text.trim_end();
-        if text.is_empty() {
-            return;
-        }
-        if self.tail.len() == TAIL_LINES {
-            self.tail.pop_front();
-        }
-        // Shown in reports and alerts: no control character may reach a terminal.
-        let clean = text.chars().filter(|c| !c.is_control()).take(TAIL_CHARS);
-        self.tail.push_back(clean.collect());
+    /// A log line as delivered (live or from a recording), with the records it gave, kept
+    /// among the last ones.
+    pub fn line(&mut self, source: usize, line: u64, text: &str, records: &[Record]) {
+        self.log.push(source, line, text, records);
     }
 
     /// Call at the end of input: closes a timing block that had no total line.

@@ -81,10 +81,7 @@ fn replay_recording(
                 }
             };
             let line_no = feeds[i].stats.lines + 1;
-            model.model.line(&text);
-            feeds[i].line(line_no, text.as_bytes(), t, &mut |stamp, rec| {
-                model.record(stamp, rec);
-            });
+            model.apply(feeds[i].message(line_no, text.as_bytes(), t));
         }
         recording::Entry::Sample { sample } => model.sample(*sample),
         recording::Entry::Header { .. } => {}

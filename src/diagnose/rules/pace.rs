@@ -6,6 +6,9 @@ use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::model::window::median;
 
+/// Log lines an alert about a trainer that is gone quotes: what it said last.
+const LAST_LINES: usize = 5;
+
 pub const STEP_SPIKES: Rule = Rule {
     id: "step_spikes",
     basis: Basis::Steps,
@@ -268,8 +271,8 @@ fn stalled(v: &View, k: &Knobs) -> Option<Finding> {
         }
         (None, Some(was)) => {
             f = f.why(|| format!("the trainer (pid {}) is gone", was.pid));
-            for line in &v.m.tail {
-                f = f.why(|| format!("log: {line}"));
+            for line in v.m.log.last(LAST_LINES) {
+                f = f.why(|| format!("log: {}", line.text));
             }
         }
         (None, None) => {}

@@ -30,8 +30,9 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     };
     let start = step.points().next().map_or(end, |p| p.t0);
     let span = window.min(end - start).max(1.0);
-    let block_area = area;
-    let inner = v.block(Pane::History, String::new()).inner(block_area);
+    // The title needs the grain, which needs the inner width; a rule on top only, so the
+    // inside is the area less its first row.
+    let inner = v.block(Pane::History, String::new()).inner(area);
     let [chart, side] = if inner.width >= 50 {
         Layout::horizontal([Constraint::Fill(1), Constraint::Length(22)])
             .spacing(1)
@@ -62,7 +63,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         seconds(col),
         ms(top)
     );
-    f.render_widget(v.block(Pane::History, extra), block_area);
+    f.render_widget(v.block(Pane::History, extra), area);
     draw_columns(
         f.buffer_mut(),
         chart,

@@ -27,6 +27,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let several = v.mon.sources.len() > 1;
     let matching: Vec<&LogLine> = v
         .mon
+        .model
         .log
         .lines
         .iter()
