@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use crate::replay::pace::Speed;
+
 /// steptop: where each training step's time goes, from the logs your job already writes.
 ///
 /// `steptop LOG...` follows the logs in a live terminal view; the subcommands do the rest.
@@ -47,10 +49,61 @@ pub struct LiveArgs {
     /// SM and tensor-core activity from NVML's GPM (Hopper and newer).
     #[arg(long)]
     pub gpm: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Log files or globs to follow (`'logs/rank*.log'`); a file that does not exist yet is
     /// waited for.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<String>,
+}
+
+/// Where the monitor's findings go besides the live view: headless lines, a hook, a metrics
+/// endpoint. Shared by `steptop LOG...` and `steptop replay`.
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// No full-screen view: print each alert change (raised, escalated, cleared) as one line.
+    #[arg(long)]
+    pub headless: bool,
+    /// Headless lines: text for people, or JSON lines (see README for the schema).
+    #[arg(long, value_enum, default_value_t = LineFormat::Text, requires = "headless")]
+    pub format: LineFormat,
+    /// Also print a one-line status this often (`60s`, `5m`): step, samples/s, step time,
+    /// data share, GPU utilization, verdict. Replays count replayed time.
+    #[arg(long, value_parser = parse_every, value_name = "INTERVAL", requires = "headless")]
+    pub status_every: Option<std::time::Duration>,
+    /// Run this shell command for each alert change, with STEPTOP_RULE, STEPTOP_SEVERITY,
+    /// STEPTOP_TITLE, STEPTOP_CHANGE and STEPTOP_JSON set (`curl ... -d "$STEPTOP_JSON"`).
+    #[arg(long, value_name = "CMD", requires = "headless")]
+    pub exec: Option<String>,
+    /// How long a hook may run before it is killed.
+    #[arg(long, default_value = "10s", value_parser = parse_interval, requires = "exec")]
+    pub exec_timeout: std::time::Duration,
+    /// Exit 1 at the end if an alert of this severity or worse was raised.
+    #[arg(long, value_enum, value_name = "SEVERITY", requires = "headless")]
+    pub fail_on: Option<FailOn>,
+    /// Stop when this process exits (the trainer), after a last summary line.
+    #[arg(long, value_name = "PID", requires = "headless")]
+    pub until_exit: Option<u32>,
+    /// The `host` of metrics and headless lines; default: this machine's name when following,
+    /// none in a replay (the run may come from elsewhere).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Serve Prometheus / OpenMetrics text on http://ADDR/metrics (`127.0.0.1:9464`; a
+    /// non-loopback address exposes it to the network).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LineFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Warn,
+    Crit,
 }
 
 #[derive(Debug, Subcommand)]
@@ -59,6 +112,65 @@ pub enum Command {
     Report(ReportArgs),
     /// What steptop can read on this machine now: GPUs, host, and the trainer's process tree.
     Probe(ProbeArgs),
+    /// Plays finished logs or a `probe --record` recording through the live monitor, in the
+    /// live view or headless, at their own pace or faster.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// How fast: `1` as it happened, `10` ten times faster, `max` as fast as it reads (the
+    /// same input then gives the same output, byte for byte).
+    #[arg(long, default_value = "1", value_parser = parse_speed, value_name = "N|max")]
+    pub speed: Speed,
+    /// Read up to this step at once, then play at --speed; headless prints nothing before it.
+    #[arg(long, value_name = "STEP")]
+    pub from: Option<u64>,
+    /// Theme of the live view (see `steptop --help`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// Config file (patterns for in-house formats, window sizes, rule thresholds).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Finished logs (or globs) and recordings, read in the order given.
+    #[arg(required = true, value_name = "LOG|RECORDING")]
+    pub logs: Vec<String>,
+}
+
+/// `max`, or a factor like `10`, `0.5`, `10x`.
+pub fn parse_speed(s: &str) -> Result<Speed, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("max") {
+        return Ok(Speed::Max);
+    }
+    t.trim_end_matches(['x', 'X'])
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && (0.01..=100_000.0).contains(v))
+        .map(Speed::Times)
+        .ok_or_else(|| format!("'{s}' is not a speed: a factor from 0.01 to 100000, or max"))
+}
+
+/// `60s`, `5m`, `1h`, `500ms`: the interval of a periodic status line.
+pub fn parse_every(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let scaled = |suffix: char, scale: f64| {
+        t.strip_suffix(suffix)
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .map(|v| v * scale)
+    };
+    let secs = if t.ends_with("ms") {
+        parse_interval(t).ok().map(|d| d.as_secs_f64())
+    } else {
+        scaled('h', 3600.0)
+            .or_else(|| scaled('m', 60.0))
+            .or_else(|| parse_interval(t).ok().map(|d| d.as_secs_f64()))
+    };
+    secs.filter(|v| v.is_finite() && (0.1..=86_400.0).contains(v))
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("'{s}' is not an interval between 100ms and 24h (like 60s or 5m)"))
 }
 
 #[derive(Debug, clap::Args)]

@@ -9,13 +9,15 @@ pub enum Error {
     Usage(String),
     /// Something failed while running (an unreadable file, a closed output).
     Runtime(String),
+    /// A batch check failed: `--fail-on` met an alert. Not a failure of steptop.
+    Alerted(String),
 }
 
 impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => 2,
-            Error::Runtime(_) => 1,
+            Error::Runtime(_) | Error::Alerted(_) => 1,
         }
     }
 }
@@ -23,7 +25,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
+            Error::Usage(m) | Error::Runtime(m) | Error::Alerted(m) => f.write_str(m),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! steptop: where each training step's time goes, from the logs a training job already writes.
 //!
 //! Data flows one way: bytes -> `source` -> `parse` (typed records) -> `feed` (time, rank)
-//! -> `model` -> a sink (`report`). Whole files go through `ingest`; live logs through the
-//! source thread in `follow`, the inbox of `msg::Msg`, and the `monitor`. The mode is chosen
-//! here, in `run`, and nowhere else.
+//! -> `model` -> a sink. Whole files go through `ingest` into `report`; live logs through the
+//! source thread in `follow`, finished ones through `replay`, both into the inbox of
+//! `msg::Msg` and the `monitor`, then the live view (`ui`) or `headless` lines, with
+//! `metrics` beside either. The mode is chosen here, in `run`, and nowhere else.
 
 pub mod cli;
 pub mod config;
@@ -11,8 +12,10 @@ pub mod diagnose;
 pub mod error;
 pub mod feed;
 pub mod follow;
+pub mod headless;
 pub mod ingest;
 pub mod loglines;
+pub mod metrics;
 pub mod model;
 pub mod monitor;
 pub mod msg;
@@ -26,13 +29,18 @@ pub mod theme;
 pub mod ui;
 pub mod units;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
 
-use std::io::IsTerminal;
-
-use cli::{Cli, Command, LiveArgs, ProbeArgs, ProbeFormat, ReportArgs, ReportFormat};
+use cli::{
+    Cli, Command, FailOn, LiveArgs, OutputArgs, ProbeArgs, ProbeFormat, ReplayArgs, ReportArgs,
+    ReportFormat,
+};
 use config::Config;
+use msg::Msg;
 use error::Error;
 
 /// Runs one command to completion.
@@ -40,48 +48,193 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Some(Command::Report(args)) => report_command(&args),
         Some(Command::Probe(args)) => probe_command(&args),
+        Some(Command::Replay(args)) => replay_command(&args),
         None => live_command(&cli.live),
     }
 }
 
 fn live_command(args: &LiveArgs) -> Result<(), Error> {
-    let no_color = std::env::var("NO_COLOR").ok();
-    let theme = theme::Theme::choose(args.theme.as_deref(), no_color.as_deref())?;
-    let config = match &args.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default_checked(),
-    };
+    let config = load_config(args.config.as_deref())?;
     let inputs = args
         .logs
         .iter()
         .map(|l| source::InputSpec::parse(l).map_err(Error::Usage))
         .collect::<Result<Vec<_>, _>>()?;
-    // Checked before anything touches the terminal: the full-screen view needs one.
-    if !std::io::stdout().is_terminal() {
-        return Err(Error::Usage(
-            "steptop LOG shows a live full-screen view and stdout is not a terminal; \
-             for a summary without a terminal use `steptop report LOG`"
-                .into(),
-        ));
-    }
-    let sampler = (!args.no_probe).then(|| probe::SamplerOptions {
-        interval: args.interval,
-        gpus: args.gpus.clone(),
-        gpm: args.gpm,
-        pid: args.pid,
-        logs: args.logs.iter().map(PathBuf::from).collect(),
-        ..probe::SamplerOptions::default()
-    });
-    ui::run(ui::LiveOptions {
-        follow: source::FollowOptions {
+    check_output(&args.out)?;
+    let (tx, inbox) = msg::inbox();
+    let stop = Arc::new(AtomicBool::new(false));
+    let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
+    follow::spawn(
+        inputs,
+        source::FollowOptions {
             poll: std::time::Duration::from_millis(config.poll_ms),
             ..source::FollowOptions::default()
         },
-        inputs,
+        config.patterns.clone(),
+        stop.clone(),
+        tx.clone(),
+    )
+    .map_err(|e| fail("the log reader thread", e))?;
+    if !args.no_probe {
+        let opts = probe::SamplerOptions {
+            interval: args.interval,
+            gpus: args.gpus.clone(),
+            gpm: args.gpm,
+            pid: args.pid.or(args.out.until_exit),
+            logs: args.logs.iter().map(PathBuf::from).collect(),
+            ..probe::SamplerOptions::default()
+        };
+        probe::spawn(opts, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
+    }
+    let result = sink(
+        &args.out,
+        args.theme.as_deref(),
         config,
-        sampler,
+        Feeding {
+            tx,
+            inbox,
+            control: None,
+            replay: false,
+            from: None,
+        },
+    );
+    stop.store(true, Ordering::SeqCst);
+    result
+}
+
+fn replay_command(args: &ReplayArgs) -> Result<(), Error> {
+    let config = load_config(args.config.as_deref())?;
+    let paths = expand_inputs(&args.logs)?;
+    check_output(&args.out)?;
+    let (tx, inbox) = msg::inbox();
+    let (control, controls) = std::sync::mpsc::channel();
+    replay::pace::spawn(
+        replay::pace::Replay {
+            paths,
+            patterns: config.patterns.clone(),
+            speed: args.speed,
+            from: args.from,
+        },
+        tx.clone(),
+        controls,
+    )
+    .map_err(|e| Error::Runtime(format!("cannot start the replay thread: {e}")))?;
+    // Headless, nothing steers the replay: its controls hang up and it only keeps time.
+    let control = (!args.out.headless).then_some((control, args.speed));
+    sink(
+        &args.out,
+        args.theme.as_deref(),
+        config,
+        Feeding {
+            tx,
+            inbox,
+            control,
+            replay: true,
+            from: args.from,
+        },
+    )
+}
+
+/// The inbox a sink reads, and what a replay adds.
+struct Feeding {
+    /// For the sink's own producers (keys, signals).
+    tx: SyncSender<Msg>,
+    inbox: Receiver<Msg>,
+    /// A replay's controls and starting speed, for the live view's keys.
+    control: Option<(Sender<replay::pace::Control>, replay::pace::Speed)>,
+    /// A replay: time is the replayed time, and the input ends.
+    replay: bool,
+    /// A replay's `--from`.
+    from: Option<u64>,
+}
+
+/// Options that cannot work here, checked before any thread starts or the terminal changes.
+fn check_output(out: &OutputArgs) -> Result<(), Error> {
+    if !out.headless && !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "the live view needs a terminal and stdout is not one; add --headless for one \
+             line per alert change, or use `steptop report LOG` for a summary"
+                .into(),
+        ));
+    }
+    if let Some(pid) = out.until_exit
+        && !std::path::Path::new("/proc").join(pid.to_string()).exists()
+    {
+        return Err(Error::Usage(format!("--until-exit {pid}: no such process")));
+    }
+    Ok(())
+}
+
+/// The live view or headless lines, with the metrics endpoint beside either.
+fn sink(
+    out: &OutputArgs,
+    theme: Option<&str>,
+    config: Config,
+    feeding: Feeding,
+) -> Result<(), Error> {
+    let host = match &out.host {
+        Some(h) => Some(h.clone()),
+        None if feeding.replay => None,
+        None => Some(host_name()),
+    };
+    let metrics = match out.metrics_addr {
+        Some(addr) => {
+            let endpoint = metrics::Endpoint::new(host.as_deref());
+            metrics::server::serve(addr, endpoint.clone())?;
+            Some(endpoint)
+        }
+        None => None,
+    };
+    let mon = monitor::Monitor::new(config.model, config.diagnose.clone());
+    if out.headless {
+        ui::input::spawn_signals(feeding.tx, false)
+            .map_err(|e| Error::Runtime(format!("cannot start the signal thread: {e}")))?;
+        return headless::run(
+            headless::Headless {
+                format: out.format,
+                status_every: out.status_every,
+                exec: out.exec.clone().map(|cmd| (cmd, out.exec_timeout)),
+                fail_on: out.fail_on.map(|f| match f {
+                    FailOn::Warn => diagnose::Severity::Warn,
+                    FailOn::Crit => diagnose::Severity::Crit,
+                }),
+                until_exit: out.until_exit,
+                replay: feeding.replay,
+                from: feeding.from,
+                host,
+                metrics,
+            },
+            mon,
+            &feeding.inbox,
+        );
+    }
+    let no_color = std::env::var("NO_COLOR").ok();
+    let theme = theme::Theme::choose(theme, no_color.as_deref())?;
+    ui::run(ui::LiveOptions {
+        mon,
+        tx: feeding.tx,
+        inbox: feeding.inbox,
+        replay: feeding.control,
         themes: ui::theme_cycle(theme)?,
+        metrics,
     })
+}
+
+fn load_config(path: Option<&std::path::Path>) -> Result<Config, Error> {
+    match path {
+        Some(path) => Config::load(path),
+        None => Ok(Config::default_checked()),
+    }
+}
+
+/// This machine's name, for the `host` label and headless lines.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
@@ -159,10 +312,7 @@ fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
 }
 
 fn report_command(args: &ReportArgs) -> Result<(), Error> {
-    let cfg = match &args.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default_checked(),
-    };
+    let cfg = load_config(args.config.as_deref())?;
     let paths = expand_inputs(&args.logs)?;
     let analysis = report::analyze(&paths, &cfg)?;
     let r = report::Report::build(&analysis);

@@ -8,6 +8,10 @@ fn main() -> ExitCode {
     let cli = steptop::cli::Cli::parse();
     match steptop::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e @ steptop::error::Error::Alerted(_)) => {
+            eprintln!("steptop: {e}");
+            ExitCode::from(e.exit_code())
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())

@@ -82,7 +82,7 @@ impl Monitor {
                 self.stopped = Some(reason);
                 true
             }
-            Msg::Ui(_) => false,
+            Msg::Ui(_) | Msg::Replay(_) => false,
         }
     }
 

@@ -35,6 +35,8 @@ pub enum Msg {
     SourceStopped { reason: String },
     /// A key, a resize or a signal for the live view; the monitor ignores it.
     Ui(crate::ui::input::UiEvent),
+    /// Where a replay is (the last one has `finished` set); the monitor ignores it.
+    Replay(crate::replay::pace::Position),
 }
 
 /// Messages the inbox holds before its producers wait. Bounded, so that a source reading a

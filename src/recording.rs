@@ -93,7 +93,11 @@ impl Recorder {
             Msg::Sample(sample) => self.write(&Entry::Sample {
                 sample: sample.clone(),
             }),
-            Msg::Status { .. } | Msg::CaughtUp { .. } | Msg::SourceStopped { .. } | Msg::Ui(_) => {
+            Msg::Status { .. }
+            | Msg::CaughtUp { .. }
+            | Msg::SourceStopped { .. }
+            | Msg::Ui(_)
+            | Msg::Replay(_) => {
                 Ok(())
             }
         }
@@ -119,15 +123,23 @@ pub fn is_recording(path: &Path) -> bool {
     head.starts_with('{') && head.contains("\"steptop_recording\"")
 }
 
-/// Streams the entries of a recording after its header, in order. A malformed line, or a
-/// version this steptop does not know, is an error naming the file and the line.
-pub fn read(path: &Path, each: &mut dyn FnMut(Entry)) -> Result<(), Error> {
+/// Streams the entries of a recording after its header, in order, each with the bytes of the
+/// file read through its line (a replay's position). A malformed line, or a version this
+/// steptop does not know, is an error naming the file and the line.
+pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> {
     let at = |n: usize, what: String| Error::Runtime(format!("{}:{n}: {what}", path.display()));
     let file = std::fs::File::open(path)
         .map_err(|e| Error::Runtime(format!("cannot open {}: {e}", path.display())))?;
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|e| at(n, e.to_string()))?;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    let mut bytes = 0u64;
+    for n in 1.. {
+        line.clear();
+        let len = reader.read_line(&mut line).map_err(|e| at(n, e.to_string()))?;
+        if len == 0 {
+            break;
+        }
+        bytes += len as u64;
         if line.trim().is_empty() {
             continue;
         }
@@ -147,7 +159,7 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry)) -> Result<(), Error> {
             }
             Entry::Header { .. } => return Err(at(n, "a second header".into())),
             _ if n == 1 => return Err(at(n, "no recording header on the first line".into())),
-            e => each(e),
+            e => each(e, bytes),
         }
     }
     Ok(())
@@ -194,7 +206,7 @@ mod tests {
         }
         assert!(is_recording(&path));
         let mut got = Vec::new();
-        read(&path, &mut |e| got.push(e)).expect("read");
+        read(&path, &mut |e, _| got.push(e)).expect("read");
         assert_eq!(got, entries);
     }
 
@@ -235,7 +247,7 @@ mod tests {
             r.record(m).expect("record");
         }
         let mut got = Vec::new();
-        read(&path, &mut |e| got.push(e)).expect("read");
+        read(&path, &mut |e, _| got.push(e)).expect("read");
         let text = |t: Option<f64>, file: &str, text: &str| Entry::Line {
             t,
             file: file.into(),
@@ -265,13 +277,13 @@ mod tests {
             "{\"kind\":\"header\",\"steptop_recording\":1}\n{\"kind\":\"line\"}\n",
         )
         .expect("write");
-        let e = read(&path, &mut |_| {}).expect_err("bad").to_string();
+        let e = read(&path, &mut |_, _| {}).expect_err("bad").to_string();
         assert!(
             e.starts_with(&format!("{}:2: not a recording entry", path.display())),
             "{e}"
         );
         std::fs::write(&path, "{\"kind\":\"header\",\"steptop_recording\":9}\n").expect("write");
-        let e = read(&path, &mut |_| {}).expect_err("version").to_string();
+        let e = read(&path, &mut |_, _| {}).expect_err("version").to_string();
         assert!(
             e.contains("recording version 9; this steptop reads version 1"),
             "{e}"

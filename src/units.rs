@@ -37,6 +37,38 @@ pub fn duration(s: f64) -> String {
     }
 }
 
+/// A moment as the log's clock gives it: `2026-11-21 10:00:03` for a date (log timestamps are
+/// read without a zone, so none is claimed), or `+0:12:34` into a run whose log had no times.
+pub fn clock(t: f64) -> String {
+    // Before 1973 is not a date a training log writes: a timeline made of step times.
+    if t < 1e8 {
+        return format!("+{}", duration(t));
+    }
+    let secs = t.floor() as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// Bytes in GiB, or MiB below one GiB.
 pub fn gib(bytes: u64) -> String {
     let b = bytes as f64;
@@ -53,5 +85,18 @@ pub fn rate(bytes_per_s: f64) -> String {
         format!("{:.1} GB/s", bytes_per_s / 1e9)
     } else {
         format!("{:.1} MB/s", bytes_per_s / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_reads_dates_and_run_offsets() {
+        assert_eq!(clock(0.0 + 754.0), "+0:12:34");
+        assert_eq!(clock(1_701_224_370.0), "2023-11-29 02:19:30");
+        assert_eq!(clock(951_782_400.5), "2000-02-29 00:00:00");
+        assert_eq!(clock(1_795_267_200.0), "2026-11-21 13:20:00");
     }
 }

@@ -28,7 +28,7 @@ fn monitor(files: &[&str]) -> Monitor {
 fn monitor_until(files: &[&str], last: u64) -> Monitor {
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     let paths: Vec<&Path> = files.iter().map(Path::new).collect();
-    steptop::replay::messages(&paths, &Arc::default(), &mut |msg| {
+    steptop::replay::messages(&paths, &Arc::default(), 0, &mut |msg, _| {
         if m.model.merged.last_step.is_none_or(|s| s < last) {
             m.apply(msg);
         }

@@ -256,7 +256,7 @@ fn a_panic_on_a_background_thread_restores_the_terminal() {
 }
 
 #[test]
-fn without_a_terminal_it_points_to_report() {
+fn without_a_terminal_it_points_to_headless_and_report() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("train.log");
     std::fs::write(&log, steps(1, 3)).unwrap();
@@ -264,7 +264,7 @@ fn without_a_terminal_it_points_to_report() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("not a terminal") && err.contains("steptop report"),
+        err.contains("not one") && err.contains("--headless") && err.contains("steptop report"),
         "{err}"
     );
     assert!(out.stdout.is_empty());

@@ -63,29 +63,18 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
 }
 
 /// A recording's lines through one feed per recorded file (at their recorded arrival times),
-/// and its samples into the model.
+/// and its samples into the model, as a replay sends them.
 fn replay_recording(
     path: &std::path::Path,
     cfg: &Config,
     model: &mut Monitor,
     feeds: &mut Vec<Feed>,
 ) -> Result<(), Error> {
-    let first = feeds.len();
-    recording::read(path, &mut |entry| match entry {
-        recording::Entry::Line { t, file, text } => {
-            let i = match feeds[first..].iter().position(|f| f.path == file) {
-                Some(i) => first + i,
-                None => {
-                    feeds.push(Feed::new(feeds.len(), &file, cfg.patterns.clone()));
-                    feeds.len() - 1
-                }
-            };
-            let line_no = feeds[i].stats.lines + 1;
-            model.apply(feeds[i].message(line_no, text.as_bytes(), t));
-        }
-        recording::Entry::Sample { sample } => model.sample(*sample),
-        recording::Entry::Header { .. } => {}
-    })
+    let read = crate::replay::messages(&[path], &cfg.patterns, feeds.len(), &mut |msg, _| {
+        model.apply(msg);
+    })?;
+    feeds.extend(read);
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]

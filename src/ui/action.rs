@@ -22,6 +22,10 @@ pub enum Action {
     Down,
     PageUp,
     PageDown,
+    ReplayPause,
+    ReplayFaster,
+    ReplaySlower,
+    ReplayJump,
 }
 
 /// Keys for one action and how the help names them.
@@ -140,15 +144,48 @@ pub const KEYMAP: &[Binding] = &[
     },
 ];
 
+/// The keys a replay adds, listed after the others in its help.
+pub const REPLAY_KEYMAP: &[Binding] = &[
+    Binding {
+        keys: &[(KeyCode::Char(' '), NONE)],
+        label: "space",
+        action: Action::ReplayPause,
+        help: "replay: pause / go on",
+    },
+    Binding {
+        keys: &[(KeyCode::Char(']'), NONE)],
+        label: "]",
+        action: Action::ReplayFaster,
+        help: "replay: faster",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('['), NONE)],
+        label: "[",
+        action: Action::ReplaySlower,
+        help: "replay: slower",
+    },
+    Binding {
+        keys: &[(KeyCode::Char('>'), NONE)],
+        label: ">",
+        action: Action::ReplayJump,
+        help: "replay: jump ahead 5% of the input",
+    },
+];
+
+/// The bindings in force: the replay keys only in a replay.
+pub fn bindings(replay: bool) -> impl Iterator<Item = &'static Binding> {
+    let extra: &'static [Binding] = if replay { REPLAY_KEYMAP } else { &[] };
+    KEYMAP.iter().chain(extra)
+}
+
 /// The action a key asks for. Shift is ignored for characters: terminals disagree on
 /// whether `?` or `+` carry it.
-pub fn action_for(key: &KeyEvent) -> Option<Action> {
+pub fn action_for(key: &KeyEvent, replay: bool) -> Option<Action> {
     let mods = match key.code {
         KeyCode::Char(_) => key.modifiers - SHIFT,
         _ => key.modifiers,
     };
-    KEYMAP
-        .iter()
+    bindings(replay)
         .find(|b| b.keys.iter().any(|(c, m)| *c == key.code && *m == mods))
         .map(|b| b.action)
 }
@@ -161,36 +198,51 @@ mod tests {
         KeyEvent::new(code, m)
     }
 
+    fn action_for_live(k: &KeyEvent) -> Option<Action> {
+        action_for(k, false)
+    }
+
+    #[test]
+    fn replay_keys_act_only_in_a_replay() {
+        let space = key(KeyCode::Char(' '), NONE);
+        assert_eq!(action_for(&space, false), None);
+        assert_eq!(action_for(&space, true), Some(Action::ReplayPause));
+        assert_eq!(
+            action_for(&key(KeyCode::Char('>'), SHIFT), true),
+            Some(Action::ReplayJump)
+        );
+    }
+
     #[test]
     fn keys_map_to_actions() {
         assert_eq!(
-            action_for(&key(KeyCode::Char('q'), NONE)),
+            action_for_live(&key(KeyCode::Char('q'), NONE)),
             Some(Action::Quit)
         );
         assert_eq!(
-            action_for(&key(KeyCode::Char('c'), CTRL)),
+            action_for_live(&key(KeyCode::Char('c'), CTRL)),
             Some(Action::Quit)
         );
-        assert_eq!(action_for(&key(KeyCode::Char('c'), NONE)), None);
+        assert_eq!(action_for_live(&key(KeyCode::Char('c'), NONE)), None);
         assert_eq!(
-            action_for(&key(KeyCode::Char('?'), SHIFT)),
+            action_for_live(&key(KeyCode::Char('?'), SHIFT)),
             Some(Action::Help)
         );
         assert_eq!(
-            action_for(&key(KeyCode::BackTab, SHIFT)),
+            action_for_live(&key(KeyCode::BackTab, SHIFT)),
             Some(Action::FocusPrev)
         );
         assert_eq!(
-            action_for(&key(KeyCode::Char('+'), SHIFT)),
+            action_for_live(&key(KeyCode::Char('+'), SHIFT)),
             Some(Action::LongerHistory)
         );
-        assert_eq!(action_for(&key(KeyCode::Char('x'), NONE)), None);
+        assert_eq!(action_for_live(&key(KeyCode::Char('x'), NONE)), None);
     }
 
     #[test]
     fn no_key_is_bound_twice_and_every_action_has_a_key() {
         let mut seen = Vec::new();
-        for b in KEYMAP {
+        for b in bindings(true) {
             assert!(!b.keys.is_empty() && !b.help.is_empty(), "{}", b.label);
             for k in b.keys {
                 assert!(!seen.contains(k), "{k:?} bound twice");
@@ -214,9 +266,13 @@ mod tests {
             Action::Down,
             Action::PageUp,
             Action::PageDown,
+            Action::ReplayPause,
+            Action::ReplayFaster,
+            Action::ReplaySlower,
+            Action::ReplayJump,
         ];
         for a in actions {
-            assert!(KEYMAP.iter().any(|b| b.action == a), "{a:?} has no key");
+            assert!(bindings(true).any(|b| b.action == a), "{a:?} has no key");
         }
     }
 }

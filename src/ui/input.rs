@@ -42,10 +42,15 @@ pub fn spawn_input(inbox: SyncSender<Msg>) -> std::io::Result<()> {
         .map(|_| ())
 }
 
-/// Starts the thread that turns SIGTERM, SIGHUP (a dropped ssh session) and SIGINT into a
-/// stop message, so the main loop restores the terminal before exiting.
-pub fn spawn_signals(inbox: SyncSender<Msg>) -> std::io::Result<()> {
-    let mut signals = Signals::new([SIGTERM, SIGHUP, SIGINT])?;
+/// Starts the thread that turns SIGTERM, SIGINT and, with `hangup`, SIGHUP (a dropped ssh
+/// session) into a stop message, so the main loop restores the terminal (or prints its last
+/// line) before exiting. Headless runs leave SIGHUP alone: under `nohup` it stays ignored.
+pub fn spawn_signals(inbox: SyncSender<Msg>, hangup: bool) -> std::io::Result<()> {
+    let mut signals = if hangup {
+        Signals::new([SIGTERM, SIGHUP, SIGINT])?
+    } else {
+        Signals::new([SIGTERM, SIGINT])?
+    };
     std::thread::Builder::new()
         .name("steptop-signals".into())
         .spawn(move || {

@@ -11,19 +11,16 @@ pub mod state;
 pub mod terminal;
 pub mod widgets;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::time::{Duration, Instant};
 
 use ratatui::Frame;
 
-use crate::config::Config;
 use crate::error::Error;
+use crate::metrics::Endpoint;
 use crate::monitor::Monitor;
 use crate::msg::Msg;
-use crate::probe::SamplerOptions;
-use crate::source::{FollowOptions, InputSpec};
+use crate::replay::pace::{Control, Speed};
 use crate::theme::Theme;
 use input::UiEvent;
 use panes::View;
@@ -37,16 +34,23 @@ const TICK: Duration = Duration::from_secs(1);
 /// long history never freezes the view.
 const DRAIN: Duration = Duration::from_millis(50);
 
-/// What the live view needs to start.
+/// What the live view needs to start: the sources already send into the inbox.
 pub struct LiveOptions {
-    pub inputs: Vec<InputSpec>,
-    pub follow: FollowOptions,
-    pub config: Config,
-    /// None: no hardware probes.
-    pub sampler: Option<SamplerOptions>,
+    pub mon: Monitor,
+    /// For the view's own producers: keys and signals.
+    pub tx: SyncSender<Msg>,
+    pub inbox: Receiver<Msg>,
+    /// A replay's controls and starting speed: the replay keys work and the header shows
+    /// its position.
+    pub replay: Option<(Sender<Control>, Speed)>,
     /// The theme to start with first, then the others `t` moves through.
     pub themes: Vec<Theme>,
+    /// Where to publish the metrics, if they are served.
+    pub metrics: Option<Endpoint>,
 }
+
+/// The metrics are encoded again at most this often.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
 /// Draws one whole frame: the panes the layout places, then any overlay.
 pub fn draw(f: &mut Frame, v: &View) {
@@ -66,24 +70,11 @@ pub fn draw(f: &mut Frame, v: &View) {
 /// Runs the live view until `q`, Ctrl-C, SIGTERM or SIGHUP. The caller has checked that
 /// stdout is a terminal.
 pub fn run(opts: LiveOptions) -> Result<(), Error> {
-    let (tx, inbox) = crate::msg::inbox();
-    let stop = Arc::new(AtomicBool::new(false));
     let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
-    crate::follow::spawn(
-        opts.inputs,
-        opts.follow,
-        opts.config.patterns.clone(),
-        stop.clone(),
-        tx.clone(),
-    )
-    .map_err(|e| fail("the log reader thread", e))?;
-    if let Some(s) = opts.sampler {
-        crate::probe::spawn(s, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
-    }
-    input::spawn_signals(tx.clone()).map_err(|e| fail("the signal thread", e))?;
+    input::spawn_signals(opts.tx.clone(), true).map_err(|e| fail("the signal thread", e))?;
     let (mut screen, guard) =
         terminal::enter().map_err(|e| fail("the terminal's full-screen mode", e))?;
-    input::spawn_input(tx).map_err(|e| fail("the input thread", e))?;
+    input::spawn_input(opts.tx).map_err(|e| fail("the input thread", e))?;
     // Fault injection for the end-to-end test: a panic on a background thread must still
     // give the terminal back.
     if std::env::var_os("STEPTOP_INJECT_PANIC").is_some() {
@@ -92,16 +83,26 @@ pub fn run(opts: LiveOptions) -> Result<(), Error> {
             panic!("injected by STEPTOP_INJECT_PANIC");
         });
     }
+    let mut ui = UiState::default();
+    if let Some((_, speed)) = opts.replay {
+        ui.replay = Some(state::ReplayUi {
+            speed,
+            ..state::ReplayUi::default()
+        });
+    }
     let mut app = App {
-        mon: Monitor::new(opts.config.model, opts.config.diagnose.clone()),
-        ui: UiState::default(),
+        mon: opts.mon,
+        ui,
         themes: opts.themes,
         frozen: None,
         last_step: None,
         steps_seen: 0,
+        control: opts.replay.map(|r| r.0),
+        metrics: opts.metrics,
+        published: None,
+        unpublished: false,
     };
-    let result = app.main_loop(&mut screen, &inbox);
-    stop.store(true, Ordering::SeqCst);
+    let result = app.main_loop(&mut screen, &opts.inbox);
     drop(guard);
     result
 }
@@ -116,6 +117,12 @@ struct App {
     /// When the newest live step arrived, by this loop's clock.
     last_step: Option<Instant>,
     steps_seen: u64,
+    /// A replay's controls.
+    control: Option<Sender<Control>>,
+    metrics: Option<Endpoint>,
+    published: Option<Instant>,
+    /// The monitor changed since the last publish.
+    unpublished: bool,
 }
 
 impl App {
@@ -155,6 +162,7 @@ impl App {
             if self.ui.quit {
                 return Ok(());
             }
+            self.publish();
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
                 // Only the "last step ... ago" figure moves with the clock alone.
@@ -172,10 +180,17 @@ impl App {
     fn handle(&mut self, msg: Msg) -> bool {
         match msg {
             Msg::Ui(UiEvent::Key(k)) => {
-                let paused = self.ui.paused;
+                let (paused, replay) = (self.ui.paused, self.ui.replay);
                 self.ui.key(&k);
                 if self.ui.paused != paused {
                     self.frozen = self.ui.paused.then(|| Box::new(self.mon.clone()));
+                }
+                self.steer(replay);
+                true
+            }
+            Msg::Replay(pos) => {
+                if let Some(r) = &mut self.ui.replay {
+                    r.position = pos;
                 }
                 true
             }
@@ -193,13 +208,41 @@ impl App {
                     }
                 );
                 let changed = self.mon.apply(msg);
+                self.unpublished |= changed;
                 let steps = self.mon.model.merged.records;
-                if live && steps > self.steps_seen {
+                // A replay has no "ago": its steps came long before this clock.
+                if live && self.control.is_none() && steps > self.steps_seen {
                     self.last_step = Some(Instant::now());
                 }
                 self.steps_seen = steps;
                 changed && self.frozen.is_none()
             }
+        }
+    }
+
+    /// Sends the replay thread what the keys changed of the replay.
+    fn steer(&self, before: Option<state::ReplayUi>) {
+        let (Some(tx), Some(was), Some(now)) = (&self.control, before, self.ui.replay) else {
+            return;
+        };
+        if now.paused != was.paused {
+            let _ = tx.send(Control::Pause(now.paused));
+        }
+        if now.speed != was.speed {
+            let _ = tx.send(Control::Speed(now.speed));
+        }
+        if now.jumps != was.jumps {
+            let _ = tx.send(Control::Jump);
+        }
+    }
+
+    /// The metrics, encoded again when the monitor changed, at most every `PUBLISH_EVERY`.
+    fn publish(&mut self) {
+        let Some(m) = &self.metrics else { return };
+        if self.unpublished && self.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
+            m.publish(&self.mon);
+            self.published = Some(Instant::now());
+            self.unpublished = false;
         }
     }
 

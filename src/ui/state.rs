@@ -5,6 +5,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, action_for};
 use super::panes::Pane;
+use crate::replay::pace::{Position, Speed};
 
 /// The history pane's time windows in seconds; `+` and `-` move along them. The last is the
 /// whole run.
@@ -39,7 +40,30 @@ pub struct UiState {
     pub editing: bool,
     /// Log lines scrolled back from the newest.
     pub log_back: usize,
+    /// A replay's pace as the keys set it, and where it is; None when following live logs.
+    pub replay: Option<ReplayUi>,
     pub quit: bool,
+}
+
+/// A replay as the view steers and shows it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplayUi {
+    pub speed: Speed,
+    pub paused: bool,
+    /// Jumps asked for so far (the loop sends one per new jump).
+    pub jumps: u32,
+    pub position: Position,
+}
+
+impl Default for ReplayUi {
+    fn default() -> Self {
+        ReplayUi {
+            speed: Speed::Times(1.0),
+            paused: false,
+            jumps: 0,
+            position: Position::default(),
+        }
+    }
 }
 
 impl Default for UiState {
@@ -56,6 +80,7 @@ impl Default for UiState {
             filter: String::new(),
             editing: false,
             log_back: 0,
+            replay: None,
             quit: false,
         }
     }
@@ -84,7 +109,7 @@ impl UiState {
             self.log_back = 0;
             return;
         }
-        if let Some(a) = action_for(k) {
+        if let Some(a) = action_for(k, self.replay.is_some()) {
             self.apply(a);
         }
     }
@@ -123,6 +148,26 @@ impl UiState {
             Action::Down => self.step(1),
             Action::PageUp => self.log_back += PAGE,
             Action::PageDown => self.log_back = self.log_back.saturating_sub(PAGE),
+            Action::ReplayPause => {
+                if let Some(r) = &mut self.replay {
+                    r.paused = !r.paused;
+                }
+            }
+            Action::ReplayFaster => {
+                if let Some(r) = &mut self.replay {
+                    r.speed = r.speed.faster();
+                }
+            }
+            Action::ReplaySlower => {
+                if let Some(r) = &mut self.replay {
+                    r.speed = r.speed.slower();
+                }
+            }
+            Action::ReplayJump => {
+                if let Some(r) = &mut self.replay {
+                    r.jumps += 1;
+                }
+            }
         }
     }
 

@@ -9,6 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::View;
 use crate::source::FileStatus;
 use crate::theme::Role;
+use crate::ui::state::ReplayUi;
 use crate::ui::widgets::{ago, fit};
 use crate::units::{duration, num};
 
@@ -63,6 +64,7 @@ fn sources<'a>(v: &View, width: usize) -> Vec<Span<'a>> {
         .unwrap_or_default();
     let (state, role) = match (&v.mon.stopped, &first.status) {
         (Some(why), _) => (format!("stopped: {why}"), Role::Crit),
+        (None, _) if v.ui.replay.is_some() => ("replay".into(), Role::Info),
         (None, Some(FileStatus::Waiting)) => ("waiting for the file".into(), Role::Warn),
         (None, Some(FileStatus::Truncated)) => ("truncated, read again".into(), Role::Info),
         (None, Some(FileStatus::Rotated)) => ("rotated, new file".into(), Role::Info),
@@ -85,6 +87,23 @@ fn sources<'a>(v: &View, width: usize) -> Vec<Span<'a>> {
     out.push(Span::raw(" "));
     out.push(v.span(state, role));
     out
+}
+
+/// Where a replay is: `replay 10x 37% +1:02:03`, paused, or finished.
+fn replay(r: &ReplayUi) -> (String, Role) {
+    let p = &r.position;
+    let at = match (p.start, p.time) {
+        (Some(a), Some(b)) => format!(" +{}", duration(b - a)),
+        _ => String::new(),
+    };
+    let share = format!("{:.0}%", p.share() * 100.0);
+    if p.finished {
+        (format!("replay finished{at}"), Role::Muted)
+    } else if r.paused {
+        (format!("replay PAUSED (space) {share}{at}"), Role::Warn)
+    } else {
+        (format!("replay {} {share}{at}", r.speed.label()), Role::Info)
+    }
 }
 
 /// Epoch, elapsed, ETA, rates, and how long ago the last step came when it is a while.
@@ -113,6 +132,9 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
     }
     if v.ui.paused {
         parts.push(("PAUSED (p)".into(), Role::Warn));
+    }
+    if let Some(r) = &v.ui.replay {
+        parts.push(replay(r));
     }
     let mut out = Vec::new();
     for (i, (text, role)) in parts.into_iter().enumerate() {

@@ -8,18 +8,13 @@ use ratatui::widgets::Paragraph;
 use super::View;
 use super::details::overlay;
 use crate::theme::Role;
-use crate::ui::action::KEYMAP;
+use crate::ui::action::bindings;
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
-    let inner = overlay(
-        f,
-        area,
-        v,
-        (60, KEYMAP.len() as u16 + 4),
-        " keys (Esc closes) ",
-    );
-    let mut lines: Vec<Line> = KEYMAP
-        .iter()
+    let replay = v.ui.replay.is_some();
+    let rows = bindings(replay).count() as u16;
+    let inner = overlay(f, area, v, (60, rows + 4), " keys (Esc closes) ");
+    let mut lines: Vec<Line> = bindings(replay)
         .map(|b| {
             Line::from(vec![
                 v.span(format!("{:>9}  ", b.label), Role::Info),
