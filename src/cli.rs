@@ -88,9 +88,9 @@ pub struct OutputArgs {
     /// none in a replay (the run may come from elsewhere).
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
-    /// Serve Prometheus / OpenMetrics text on http://ADDR/metrics (`127.0.0.1:9464`; a
-    /// non-loopback address exposes it to the network).
-    #[arg(long, value_name = "ADDR")]
+    /// Serve Prometheus / OpenMetrics text on http://ADDR/metrics: `9464` or `:9464` listen
+    /// on loopback (127.0.0.1:9464); give an address (`0.0.0.0:9464`) to expose it.
+    #[arg(long, value_name = "[HOST]:PORT", value_parser = parse_metrics_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
@@ -137,6 +137,18 @@ pub struct ReplayArgs {
     /// Finished logs (or globs) and recordings, read in the order given.
     #[arg(required = true, value_name = "LOG|RECORDING")]
     pub logs: Vec<String>,
+}
+
+/// `9464` or `:9464` (loopback), or a full `ADDR:PORT`.
+pub fn parse_metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let t = s.trim();
+    let port = t.strip_prefix(':').unwrap_or(t);
+    if let Ok(p) = port.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], p)));
+    }
+    t.parse().map_err(|_| {
+        format!("'{s}' is not a port (9464, listened on loopback) or an address (0.0.0.0:9464)")
+    })
 }
 
 /// `max`, or a factor like `10`, `0.5`, `10x`.

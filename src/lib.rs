@@ -40,8 +40,8 @@ use cli::{
     ReportFormat,
 };
 use config::Config;
-use msg::Msg;
 use error::Error;
+use msg::Msg;
 
 /// Runs one command to completion.
 pub fn run(cli: Cli) -> Result<(), Error> {
@@ -180,7 +180,9 @@ fn sink(
     let metrics = match out.metrics_addr {
         Some(addr) => {
             let endpoint = metrics::Endpoint::new(host.as_deref());
-            metrics::server::serve(addr, endpoint.clone())?;
+            let bound = metrics::server::serve(addr, endpoint.clone())?;
+            // On stderr: stdout is headless lines. With port 0 this is how to find the port.
+            eprintln!("steptop: metrics on http://{bound}/metrics");
             Some(endpoint)
         }
         None => None,

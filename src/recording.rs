@@ -97,9 +97,7 @@ impl Recorder {
             | Msg::CaughtUp { .. }
             | Msg::SourceStopped { .. }
             | Msg::Ui(_)
-            | Msg::Replay(_) => {
-                Ok(())
-            }
+            | Msg::Replay(_) => Ok(()),
         }
     }
 
@@ -135,7 +133,9 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
     let mut bytes = 0u64;
     for n in 1.. {
         line.clear();
-        let len = reader.read_line(&mut line).map_err(|e| at(n, e.to_string()))?;
+        let len = reader
+            .read_line(&mut line)
+            .map_err(|e| at(n, e.to_string()))?;
         if len == 0 {
             break;
         }
@@ -283,7 +283,9 @@ mod tests {
             "{e}"
         );
         std::fs::write(&path, "{\"kind\":\"header\",\"steptop_recording\":9}\n").expect("write");
-        let e = read(&path, &mut |_, _| {}).expect_err("version").to_string();
+        let e = read(&path, &mut |_, _| {})
+            .expect_err("version")
+            .to_string();
         assert!(
             e.contains("recording version 9; this steptop reads version 1"),
             "{e}"

@@ -278,7 +278,7 @@ fn every_theme_draws_and_mono_has_no_colour() {
 fn the_readme_lists_every_key() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for b in steptop::ui::action::KEYMAP {
+    for b in steptop::ui::action::bindings(true) {
         assert!(
             readme.contains(&format!(" | {} |\n", b.help)),
             "README's key table lacks '{}'",

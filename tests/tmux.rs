@@ -255,6 +255,56 @@ fn a_panic_on_a_background_thread_restores_the_terminal() {
     assert_eq!(t.var("alternate_on"), "0");
 }
 
+/// The replay's share read, from the header's `replay ... 37%`.
+fn replay_share(screen: &str) -> Option<u32> {
+    let at = screen.find("replay ")?;
+    screen[at..]
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix('%')?.parse().ok())
+}
+
+#[test]
+fn replay_keys_pause_change_speed_and_jump() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/data_loading_bound/run.jsonl");
+    let t = Tmux::start(
+        "replay",
+        100,
+        30,
+        dir.path(),
+        &script(&format!("replay --speed 1 {}", recording.display()), ""),
+    );
+    t.wait("the replay at 1x", |s| s.contains("replay 1x"));
+    t.keys(&["]"]);
+    t.wait("twice the speed", |s| s.contains("replay 2x"));
+    t.keys(&["["]);
+    t.keys(&["["]);
+    t.wait("half the speed", |s| s.contains("replay 0.5x"));
+
+    t.keys(&["Space"]);
+    let s = t.wait("the pause", |s| s.contains("replay PAUSED"));
+    let before = replay_share(&s).expect("a position");
+    // While paused the position holds; a jump reads ahead 5% of the input and stays paused.
+    t.keys(&[">"]);
+    let s = t.wait("the jump", |s| {
+        replay_share(s).is_some_and(|p| p >= before + 4) && s.contains("replay PAUSED")
+    });
+    let jumped = replay_share(&s).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(replay_share(&t.screen()), Some(jumped), "paused holds");
+
+    t.keys(&["Space"]);
+    t.wait("the replay going on", |s| s.contains("replay 0.5x"));
+    t.keys(&["?"]);
+    t.wait("the replay keys in the help", |s| {
+        s.contains("replay: pause") && s.contains("replay: jump ahead")
+    });
+    t.keys(&["q"]);
+    let s = t.wait("steptop to quit", |s| s.contains("exit="));
+    assert!(s.contains("exit=0"), "{s}");
+}
+
 #[test]
 fn without_a_terminal_it_points_to_headless_and_report() {
     let dir = tempfile::tempdir().unwrap();

@@ -124,7 +124,7 @@ fn run(cmd: &str, call: &Call, timeout: Duration) -> Result<(), String> {
 fn kill(child: &mut Child) {
     let _ = Command::new("sh")
         .arg("-c")
-        .arg(format!("kill -KILL -- -{}", child.id()))
+        .arg(format!("kill -KILL -{}", child.id()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();

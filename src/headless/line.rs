@@ -66,7 +66,13 @@ impl Status {
         let gpus: Vec<f64> = m
             .hardware
             .latest()
-            .map(|s| s.gpus.iter().filter_map(|g| g.util_pct).map(f64::from).collect())
+            .map(|s| {
+                s.gpus
+                    .iter()
+                    .filter_map(|g| g.util_pct)
+                    .map(f64::from)
+                    .collect()
+            })
             .unwrap_or_default();
         let verdict = mon.diagnosis.verdict();
         Status {
@@ -76,7 +82,8 @@ impl Status {
             samples_per_s: g.samples_per_s.recent(window).map(|s| s.p50),
             step_time_ms: g.step_time_ms.recent(window).map(|s| s.p50),
             data_share: g.recent_data_share(window),
-            gpu_util: (!gpus.is_empty()).then(|| gpus.iter().sum::<f64>() / gpus.len() as f64 / 100.0),
+            gpu_util: (!gpus.is_empty())
+                .then(|| gpus.iter().sum::<f64>() / gpus.len() as f64 / 100.0),
             verdict: verdict.map(|a| a.rule.to_string()),
             verdict_severity: verdict.map(|a| a.severity),
             kind: "status",
@@ -288,8 +295,8 @@ mod tests {
         let (c, a) = change();
         let line = alert_json(&c, &a, &Origin::default());
         let keys: Vec<&str> = [
-            "time", "step", "rule", "severity", "change", "title", "evidence", "gain",
-            "actions", "source", "kind", "schema",
+            "time", "step", "rule", "severity", "change", "title", "evidence", "gain", "actions",
+            "source", "kind", "schema",
         ]
         .to_vec();
         let mut at = 0;

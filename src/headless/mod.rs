@@ -116,7 +116,11 @@ impl Sink {
         let mut last_msg = Instant::now();
         let mut checked: Option<Instant> = None;
         loop {
-            let wait = if self.opts.replay { Duration::from_secs(3600) } else { WAKE };
+            let wait = if self.opts.replay {
+                Duration::from_secs(3600)
+            } else {
+                WAKE
+            };
             match inbox.recv_timeout(wait) {
                 Ok(msg) => {
                     last_msg = Instant::now();
@@ -242,7 +246,11 @@ impl Sink {
             self.emit_status(mon, self.now);
         }
         // After a stall of the loop itself, the next line comes one interval from now.
-        let next = if now >= due { (due + every).max(now) } else { due };
+        let next = if now >= due {
+            (due + every).max(now)
+        } else {
+            due
+        };
         self.next_status = Some(Due::Wall(next));
     }
 
@@ -288,7 +296,11 @@ impl Sink {
 
     fn maybe_publish(&mut self, mon: &Monitor) {
         let Some(m) = &self.opts.metrics else { return };
-        if self.dirty && self.published.is_none_or(|at| at.elapsed() >= PUBLISH_EVERY) {
+        if self.dirty
+            && self
+                .published
+                .is_none_or(|at| at.elapsed() >= PUBLISH_EVERY)
+        {
             m.publish(mon);
             self.published = Some(Instant::now());
             self.dirty = false;

@@ -15,8 +15,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::diagnose::{ChangeKind, Severity};
 use crate::diagnose::rules::RULES;
+use crate::diagnose::{ChangeKind, Severity};
 use crate::monitor::Monitor;
 
 /// The latest exposition, shared between the loop that writes it and the scrapers.
@@ -119,7 +119,12 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
     let w = m.cfg.window_steps;
     let secs = |ms: f64| ms / 1000.0;
     let step_time = g.step_time_ms.recent(w);
-    out.gauge("step", "Latest step logged", None, g.last_step.map(|s| s as f64));
+    out.gauge(
+        "step",
+        "Latest step logged",
+        None,
+        g.last_step.map(|s| s as f64),
+    );
     out.gauge(
         "total_steps",
         "Steps the run will take, as logged",
@@ -303,7 +308,11 @@ fn hardware(out: &mut Out, mon: &Monitor) {
         "gpu_throttled",
         "1 while the GPU reports a throttle reason other than idle",
         None,
-        gpu(&|g| g.throttle.as_ref().map(|t| f64::from(u8::from(!t.is_empty())))),
+        gpu(&|g| {
+            g.throttle
+                .as_ref()
+                .map(|t| f64::from(u8::from(!t.is_empty())))
+        }),
     );
     if let Some(h) = &s.host {
         out.gauge(

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use crate::msg::Msg;
@@ -132,12 +132,11 @@ pub fn spawn(
                 .sum();
             let mut pacer = Pacer::new(replay.speed, replay.from, total, control);
             let paths: Vec<&std::path::Path> = replay.paths.iter().map(PathBuf::as_path).collect();
-            let result =
-                super::messages(&paths, &replay.patterns, 0, &mut |msg, bytes| {
-                    pacer.wait(&msg, bytes, &inbox);
-                    let _ = inbox.send(msg);
-                    pacer.report(&inbox, false);
-                });
+            let result = super::messages(&paths, &replay.patterns, 0, &mut |msg, bytes| {
+                pacer.wait(&msg, bytes, &inbox);
+                let _ = inbox.send(msg);
+                pacer.report(&inbox, false);
+            });
             let _ = match result {
                 Ok(_) => {
                     pacer.position.bytes = total;
@@ -186,11 +185,8 @@ impl Pacer {
     /// Waits until `msg` is due, taking controls meanwhile.
     fn wait(&mut self, msg: &Msg, bytes: u64, inbox: &SyncSender<Msg>) {
         self.position.bytes = bytes;
-        loop {
-            match self.control.try_recv() {
-                Ok(c) => self.apply(c, inbox),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
+        while let Ok(c) = self.control.try_recv() {
+            self.apply(c, inbox);
         }
         // Paused, it waits here; a jump asked for meanwhile is read first.
         while self.paused && bytes >= self.skip_to {
@@ -263,7 +259,9 @@ impl Pacer {
 
     /// Sends the position when it is due (always at the end).
     fn report(&mut self, inbox: &SyncSender<Msg>, finished: bool) {
-        let due = self.reported.is_none_or(|at| at.elapsed() >= POSITION_EVERY);
+        let due = self
+            .reported
+            .is_none_or(|at| at.elapsed() >= POSITION_EVERY);
         if finished || due {
             self.reported = Some(Instant::now());
             self.position.finished = finished;

@@ -102,7 +102,10 @@ fn replay(r: &ReplayUi) -> (String, Role) {
     } else if r.paused {
         (format!("replay PAUSED (space) {share}{at}"), Role::Warn)
     } else {
-        (format!("replay {} {share}{at}", r.speed.label()), Role::Info)
+        (
+            format!("replay {} {share}{at}", r.speed.label()),
+            Role::Info,
+        )
     }
 }
 

@@ -1,0 +1,409 @@
+//! The real binary, headless: alert changes as text and JSON lines (snapshots of scenario
+//! fixtures), replay at max speed against report, `--fail-on` exit codes, the `--exec` hook,
+//! a closed pipe, SIGTERM and `--until-exit`. `STEPTOP_BLESS=1` rewrites the snapshots.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary, run from the repository root: fixtures are named relative to it, so the
+/// paths in the output are the same on every checkout.
+fn steptop() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    c.current_dir(root());
+    c
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The files of a scenario, in the order its expected.toml names them, relative to the root.
+fn scenario(name: &str) -> Vec<String> {
+    let dir = Path::new("fixtures/runs").join(name);
+    let expected: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join(&dir).join("expected.toml")).unwrap())
+            .unwrap();
+    expected["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| dir.join(a.as_str().unwrap()).display().to_string())
+        .collect()
+}
+
+fn scenarios() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("fixtures/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn replay(files: &[String], extra: &[&str]) -> Output {
+    steptop()
+        .args(["replay", "--speed", "max", "--headless"])
+        .args(extra)
+        .args(files)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("headless output is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Compares `got` with `tests/snapshots/headless/{name}`, or writes it with STEPTOP_BLESS=1.
+fn snapshot(name: &str, got: &str) {
+    let path = root().join("tests/snapshots/headless").join(name);
+    if std::env::var_os("STEPTOP_BLESS").is_some() {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with STEPTOP_BLESS=1", path.display()));
+    assert_eq!(got, want, "{name} differs; STEPTOP_BLESS=1 rewrites it");
+}
+
+#[test]
+fn text_lines_of_scenarios_match_their_snapshots() {
+    for name in [
+        "data_loading_bound",
+        "crash_oom",
+        "gpu_throttling",
+        "amp_nan",
+    ] {
+        let o = replay(&scenario(name), &["--status-every", "5m"]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        snapshot(&format!("{name}.txt"), &stdout(&o));
+    }
+}
+
+#[test]
+fn json_lines_of_scenarios_match_their_snapshots_and_parse() {
+    for name in ["data_loading_bound", "straggler_rank"] {
+        let o = replay(
+            &scenario(name),
+            &["--format", "json", "--status-every", "5m"],
+        );
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let out = stdout(&o);
+        for line in out.lines() {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {line}"));
+            assert_eq!(v["schema"], 1, "{line}");
+            // Typed numbers, never strings with units.
+            assert!(v["time"].is_f64() || v["time"].is_u64(), "{line}");
+            if v["kind"] == "alert" {
+                assert!(v["gain"].is_null() || v["gain"].is_f64(), "{line}");
+                assert!(v["step"].is_null() || v["step"].is_u64(), "{line}");
+            }
+        }
+        snapshot(&format!("{name}.jsonl"), &out);
+    }
+}
+
+#[test]
+fn a_replay_at_max_speed_gives_the_same_bytes_every_time() {
+    let files = scenario("gpu_throttling");
+    let args = ["--format", "json", "--status-every", "30s"];
+    let a = replay(&files, &args);
+    let b = replay(&files, &args);
+    assert!(!a.stdout.is_empty());
+    assert_eq!(a.stdout, b.stdout);
+}
+
+/// One alert as both sides tell it: rule, final severity, first step, cleared step.
+type AlertKey = (String, String, Option<u64>, Option<u64>);
+
+/// The alerts a headless JSON stream raised, rebuilt from its changes.
+fn alerts_from_changes(out: &str) -> Vec<AlertKey> {
+    let mut alerts: Vec<AlertKey> = Vec::new();
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["kind"] != "alert" {
+            continue;
+        }
+        let rule = v["rule"].as_str().unwrap().to_string();
+        let sev = v["severity"].as_str().unwrap().to_string();
+        let step = v["step"].as_u64();
+        match v["change"].as_str().unwrap() {
+            "raised" => alerts.push((rule, sev, step, None)),
+            change => {
+                let open = alerts
+                    .iter_mut()
+                    .rev()
+                    .find(|a| a.0 == rule && a.3.is_none())
+                    .unwrap_or_else(|| panic!("{change} of {rule} with no raise: {line}"));
+                open.1 = sev;
+                if change == "cleared" {
+                    // A clear with no step (a hardware-only run) still closes the alert.
+                    open.3 = Some(step.unwrap_or(u64::MAX));
+                }
+            }
+        }
+    }
+    alerts
+}
+
+#[test]
+fn a_replay_at_max_speed_raises_what_report_raises_for_every_scenario() {
+    for name in scenarios() {
+        let files = scenario(&name);
+        let h = replay(&files, &["--format", "json"]);
+        assert_eq!(h.status.code(), Some(0), "{name}: {}", stderr(&h));
+        let r = steptop()
+            .args(["report", "--format", "json"])
+            .args(&files)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let want: Vec<AlertKey> = report["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    a["rule"].as_str().unwrap().to_string(),
+                    a["severity"].as_str().unwrap().to_string(),
+                    a["first_step"].as_u64(),
+                    a["cleared_time"]
+                        .as_f64()
+                        .map(|_| a["cleared_step"].as_u64().unwrap_or(u64::MAX)),
+                )
+            })
+            .collect();
+        assert!(
+            !want.is_empty() || name == "healthy_run",
+            "{name} raised nothing"
+        );
+        assert_eq!(alerts_from_changes(&stdout(&h)), want, "{name}");
+    }
+}
+
+#[test]
+fn fail_on_sets_the_exit_code() {
+    let crash = scenario("crash_oom");
+    let healthy = scenario("healthy_run");
+    let o = replay(&crash, &["--fail-on", "crit"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("crit crash_event at step 87") && stderr(&o).contains("--fail-on crit"),
+        "{}",
+        stderr(&o)
+    );
+    // The lines are all there: a failed check still reports everything.
+    assert!(stdout(&o).contains("summary"));
+    assert_eq!(
+        replay(&crash, &["--fail-on", "warn"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(replay(&crash, &[]).status.code(), Some(0));
+    let o = replay(&healthy, &["--fail-on", "warn"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    // --fail-on without --headless is a usage error, before anything runs.
+    let o = steptop()
+        .args(["replay", "--fail-on", "warn"])
+        .args(&crash)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn the_exec_hook_gets_each_change_in_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hook.log");
+    let cmd = format!(
+        "printf '%s|%s|%s|%s|%s\\n' \"$STEPTOP_RULE\" \"$STEPTOP_SEVERITY\" \"$STEPTOP_CHANGE\" \
+         \"$STEPTOP_TITLE\" \"$STEPTOP_JSON\" >> {}",
+        log.display()
+    );
+    let o = replay(
+        &scenario("data_loading_bound"),
+        &["--format", "json", "--exec", &cmd],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let changes: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"alert\""))
+        .map(String::from)
+        .collect();
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), changes.len(), "one hook per change, in order");
+    for (call, change) in calls.iter().zip(&changes) {
+        let parts: Vec<&str> = call.splitn(5, '|').collect();
+        let v: serde_json::Value = serde_json::from_str(change).unwrap();
+        assert_eq!(parts[0], v["rule"]);
+        assert_eq!(parts[1], v["severity"]);
+        assert_eq!(parts[2], v["change"]);
+        assert_eq!(parts[3], v["title"]);
+        assert_eq!(parts[4], change, "STEPTOP_JSON is the JSON line");
+    }
+}
+
+#[test]
+fn a_failing_or_hanging_hook_is_reported_and_blocks_nothing() {
+    let files = scenario("data_loading_bound");
+    let plain = stdout(&replay(&files, &[]));
+    let o = replay(&files, &["--exec", "echo hook-out; exit 3"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), plain, "hook output stays off stdout");
+    let err = stderr(&o);
+    assert!(err.contains("hook-out"), "{err}");
+    assert!(
+        err.contains("--exec hook for data_loading_bound raised: failed (exit status: 3)"),
+        "{err}"
+    );
+    let o = replay(&files, &["--exec", "sleep 30", "--exec-timeout", "300ms"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), plain);
+    let err = stderr(&o);
+    assert!(
+        err.contains("still running after 0.3s (--exec-timeout); killed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_it_quietly() {
+    // A long replay with ten status lines a second of run: far more than a pipe holds.
+    let mut child = steptop()
+        .args([
+            "replay",
+            "--speed",
+            "max",
+            "--headless",
+            "--status-every",
+            "100ms",
+        ])
+        .args(scenario("gpu_throttling"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty());
+    // The reader is gone: the next writes fail with EPIPE.
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "nothing on stderr: {err}");
+}
+
+/// A log with a step line a second, written by this test.
+fn steps(from: u64, to: u64) -> String {
+    (from..=to)
+        .map(|s| {
+            format!(
+                "2026-01-05 10:00:{:02} | step {s}/100 | loss=1.0 | time=500.0ms\n",
+                s % 60
+            )
+        })
+        .collect()
+}
+
+fn wait_for(path: &Path, what: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = std::fs::read_to_string(path).unwrap_or_default();
+        if s.contains(what) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "no {what:?} in:\n{s}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn following_it_stops_cleanly_on_sigterm_and_when_the_trainer_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    std::fs::write(&log, steps(1, 5)).unwrap();
+    // SIGTERM: a last summary line, exit 0, no control sequences.
+    let out = dir.path().join("out.txt");
+    let mut child = steptop()
+        .args(["--headless", "--no-probe", "--status-every", "200ms"])
+        .arg(&log)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&out, "status  step 5/100");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("summary  stopped by SIGTERM: steps 1..5"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "no control sequences: {text:?}");
+
+    // --until-exit: the trainer exits, its last lines are read, then the summary.
+    let mut trainer = Command::new("sleep").arg("1").spawn().unwrap();
+    let o = steptop()
+        .args(["--headless", "--no-probe", "--until-exit"])
+        .arg(trainer.id().to_string())
+        .arg(&log)
+        .output()
+        .unwrap();
+    trainer.wait().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!(
+            "summary  trainer {} exited: steps 1..5",
+            trainer.id()
+        )),
+        "{text}"
+    );
+    let o = steptop()
+        .args(["--headless", "--until-exit", "999999999"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--until-exit 999999999: no such process"));
+}
+
+#[test]
+fn log_text_with_escape_sequences_never_reaches_the_output_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(root().join("fixtures/runs/crash_oom/train.log")).unwrap();
+    let hostile = src.replace(
+        "torch.OutOfMemoryError: CUDA",
+        "torch.OutOfMemoryError: \x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b]0;pwned\x07CUDA",
+    );
+    assert_ne!(src, hostile);
+    let log = dir.path().join("train.log");
+    std::fs::write(&log, hostile).unwrap();
+    for format in ["text", "json"] {
+        let o = replay(&[log.display().to_string()], &["--format", format]);
+        let out = stdout(&o);
+        assert!(out.contains("crash_event"), "{out}");
+        assert!(
+            !out.bytes().any(|b| b == 0x1b || b == 0x07),
+            "{format}: {out:?}"
+        );
+    }
+}
