@@ -86,18 +86,14 @@ fn live_command(args: &LiveArgs) -> Result<(), Error> {
         };
         probe::spawn(opts, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
     }
-    let result = sink(
-        &args.out,
-        args.theme.as_deref(),
-        config,
-        Feeding {
-            tx,
-            inbox,
-            control: None,
-            replay: false,
-            from: None,
-        },
-    );
+    let feeding = Feeding {
+        tx,
+        inbox,
+        control: None,
+        replay: false,
+        from: None,
+    };
+    let result = sink(&args.out, args.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
     result
 }
@@ -120,19 +116,14 @@ fn replay_command(args: &ReplayArgs) -> Result<(), Error> {
     )
     .map_err(|e| Error::Runtime(format!("cannot start the replay thread: {e}")))?;
     // Headless, nothing steers the replay: its controls hang up and it only keeps time.
-    let control = (!args.out.headless).then_some((control, args.speed));
-    sink(
-        &args.out,
-        args.theme.as_deref(),
-        config,
-        Feeding {
-            tx,
-            inbox,
-            control,
-            replay: true,
-            from: args.from,
-        },
-    )
+    let feeding = Feeding {
+        tx,
+        inbox,
+        control: (!args.out.headless).then_some((control, args.speed)),
+        replay: true,
+        from: args.from,
+    };
+    sink(&args.out, args.theme.as_deref(), config, feeding)
 }
 
 /// The inbox a sink reads, and what a replay adds.
