@@ -212,7 +212,7 @@ impl Pacer {
             }
         };
         let now = Instant::now();
-        let gap = Duration::from_secs_f64(((t - last) / x).max(0.0));
+        let gap = seconds((t - last) / x);
         let (t0, w0) = match self.anchor {
             Some(a) if t >= last && gap <= MAX_GAP => a,
             // The first paced message, time that runs backwards (the next of several files)
@@ -226,7 +226,7 @@ impl Pacer {
                 *self.anchor.insert((t, wall))
             }
         };
-        let due = w0 + Duration::from_secs_f64(((t - t0) / x).max(0.0));
+        let due = w0 + seconds((t - t0) / x);
         let now = Instant::now();
         if now >= due {
             return;
@@ -268,6 +268,12 @@ impl Pacer {
             let _ = inbox.send(Msg::Replay(self.position));
         }
     }
+}
+
+/// A wait of `v` seconds: none when negative, and capped (a log's times are not to be trusted
+/// to be sane).
+fn seconds(v: f64) -> Duration {
+    Duration::try_from_secs_f64(v.max(0.0)).map_or(MAX_GAP, |d| d.min(MAX_GAP * 1000))
 }
 
 /// A message's replayed time: a recorded arrival, else the time the log gave it.
