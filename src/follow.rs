@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::feed::Feed;
 use crate::msg::Msg;
 use crate::parse::user::UserPattern;
+use crate::probe::sampler::unix_now;
 use crate::source::{self, FollowOptions, InputSpec, TailEvent};
 
 /// Starts the source thread. It ends when `stop` is set, when the inbox is gone, or when
@@ -59,7 +59,7 @@ pub fn spawn(
                         let Some(feed) = feeds.get_mut(file) else {
                             return ControlFlow::Continue(());
                         };
-                        let arrival = live.get(file).is_some_and(|l| *l).then(now);
+                        let arrival = live.get(file).is_some_and(|l| *l).then(unix_now);
                         feed.message(line_no, bytes, arrival)
                     }
                 };
@@ -73,11 +73,4 @@ pub fn spawn(
                 let _ = inbox.send(Msg::SourceStopped { reason });
             }
         })
-}
-
-/// Seconds since the Unix epoch.
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

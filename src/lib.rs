@@ -149,7 +149,7 @@ fn check_output(out: &OutputArgs) -> Result<(), Error> {
         ));
     }
     if let Some(pid) = out.until_exit
-        && !std::path::Path::new("/proc").join(pid.to_string()).exists()
+        && !probe::process::running(pid)
     {
         return Err(Error::Usage(format!("--until-exit {pid}: no such process")));
     }
@@ -174,7 +174,7 @@ fn sink(
             let bound = metrics::server::serve(addr, endpoint.clone())?;
             // On stderr: stdout is headless lines. With port 0 this is how to find the port.
             eprintln!("steptop: metrics on http://{bound}/metrics");
-            Some(endpoint)
+            Some(metrics::Publisher::new(endpoint))
         }
         None => None,
     };
@@ -232,7 +232,7 @@ fn host_name() -> String {
 
 fn probe_command(args: &ProbeArgs) -> Result<(), Error> {
     if let Some(pid) = args.pid
-        && !std::path::Path::new("/proc").join(pid.to_string()).exists()
+        && !probe::process::running(pid)
     {
         return Err(Error::Usage(format!("--pid {pid}: no such process")));
     }

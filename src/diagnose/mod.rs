@@ -116,6 +116,17 @@ pub enum ChangeKind {
     Cleared,
 }
 
+impl ChangeKind {
+    /// As JSON and `STEPTOP_CHANGE` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChangeKind::Raised => "raised",
+            ChangeKind::Escalated => "escalated",
+            ChangeKind::Cleared => "cleared",
+        }
+    }
+}
+
 /// One change of an alert, as headless output prints it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Change {

@@ -155,15 +155,11 @@ pub fn alert_json(c: &Change, a: &Alert, origin: &Origin) -> String {
 
 /// One alert change for people: when, the change, the rule and its words on one line.
 pub fn alert_text(c: &Change, a: &Alert, origin: &Origin) -> String {
-    let change = match c.change {
-        ChangeKind::Raised => "RAISED",
-        ChangeKind::Escalated => "ESCALATED",
-        ChangeKind::Cleared => "CLEARED",
-    };
     let mut out = format!(
-        "{}  {}  {change:<9} {:<4} {}: {}",
+        "{}  {}  {:<9} {:<4} {}: {}",
         clock(c.time),
         step(c.step),
+        c.change.name().to_uppercase(),
         c.severity.name(),
         c.rule,
         one_line(&a.title)

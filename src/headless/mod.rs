@@ -15,17 +15,17 @@ use std::time::{Duration, Instant};
 use crate::cli::LineFormat;
 use crate::diagnose::{ChangeKind, Severity};
 use crate::error::Error;
-use crate::metrics::Endpoint;
+use crate::metrics::Publisher;
 use crate::monitor::Monitor;
 use crate::msg::Msg;
+use crate::probe::process::running;
+use crate::probe::sampler::unix_now;
 use crate::ui::input::UiEvent;
 use hook::{Call, Hooks};
 use line::{Origin, Status, Summary};
 
 /// How often a live loop wakes with nothing to do: the trainer check, a status line due.
 const WAKE: Duration = Duration::from_millis(500);
-/// The metrics are encoded again at most this often.
-const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 /// After the trainer exits, its last lines are read until the logs are quiet this long.
 const SETTLE: Duration = Duration::from_millis(1500);
 
@@ -43,7 +43,7 @@ pub struct Headless {
     pub from: Option<u64>,
     /// The machine named in each line's source; none in a replay unless given.
     pub host: Option<String>,
-    pub metrics: Option<Endpoint>,
+    pub metrics: Option<Publisher>,
 }
 
 /// Runs until the input ends (a replay), the trainer exits (`--until-exit`), a signal, or a
@@ -61,8 +61,6 @@ pub fn run(opts: Headless, mut mon: Monitor, inbox: &Receiver<Msg>) -> Result<()
         seen: 0,
         failed: None,
         next_status: None,
-        published: None,
-        dirty: true,
         now: 0.0,
         open: true,
     };
@@ -74,8 +72,8 @@ pub fn run(opts: Headless, mut mon: Monitor, inbox: &Receiver<Msg>) -> Result<()
     if sink.open {
         sink.emit_summary(&mon, &reason);
     }
-    if let Some(m) = &sink.opts.metrics {
-        m.publish(&mon);
+    if let Some(m) = &mut sink.opts.metrics {
+        m.flush(&mon);
     }
     match (sink.failed, sink.opts.fail_on) {
         (Some(what), Some(sev)) => Err(Error::Alerted(format!(
@@ -95,8 +93,6 @@ struct Sink {
     failed: Option<String>,
     /// The next status line: a wall-clock instant live, a replayed time in a replay.
     next_status: Option<Due>,
-    published: Option<Instant>,
-    dirty: bool,
     /// The latest time known: replayed, or the wall clock.
     now: f64,
     /// False once stdout is closed: nothing more is printed.
@@ -138,12 +134,12 @@ impl Sink {
                 return Ok("stdout closed".into());
             }
             if !self.opts.replay {
-                self.now = wall_now();
+                self.now = unix_now();
                 self.wall_status(mon);
                 if let Some(pid) = self.opts.until_exit {
                     if trainer_gone.is_none() && checked.is_none_or(|c| c.elapsed() >= WAKE) {
                         checked = Some(Instant::now());
-                        trainer_gone = (!alive(pid)).then(Instant::now);
+                        trainer_gone = (!running(pid)).then(Instant::now);
                     }
                     // Its last lines are read before the summary.
                     if trainer_gone.is_some_and(|at| at.elapsed() >= SETTLE)
@@ -153,7 +149,9 @@ impl Sink {
                     }
                 }
             }
-            self.maybe_publish(mon);
+            if let Some(m) = &mut self.opts.metrics {
+                m.tick(mon);
+            }
         }
     }
 
@@ -169,7 +167,11 @@ impl Sink {
         }
         let origin = self.origin(mon, &msg);
         let time = crate::replay::pace::time_of(&msg);
-        self.dirty |= mon.apply(msg);
+        if mon.apply(msg)
+            && let Some(m) = &mut self.opts.metrics
+        {
+            m.changed();
+        }
         if self.opts.replay
             && let Some(t) = time
         {
@@ -200,7 +202,7 @@ impl Sink {
                     rule: c.rule.to_string(),
                     severity: c.severity.name().to_string(),
                     title: a.title.clone(),
-                    change: format!("{:?}", c.change).to_lowercase(),
+                    change: c.change.name().to_string(),
                     json: json.clone(),
                 });
             }
@@ -284,7 +286,7 @@ impl Sink {
         let time = if self.opts.replay {
             self.now
         } else {
-            wall_now()
+            unix_now()
         };
         let s = Summary::of(mon, time, reason);
         let text = match self.opts.format {
@@ -292,19 +294,6 @@ impl Sink {
             LineFormat::Text => line::summary_text(&s),
         };
         self.print(&text);
-    }
-
-    fn maybe_publish(&mut self, mon: &Monitor) {
-        let Some(m) = &self.opts.metrics else { return };
-        if self.dirty
-            && self
-                .published
-                .is_none_or(|at| at.elapsed() >= PUBLISH_EVERY)
-        {
-            m.publish(mon);
-            self.published = Some(Instant::now());
-            self.dirty = false;
-        }
     }
 
     /// One line to stdout; a closed pipe ends the printing quietly.
@@ -321,21 +310,4 @@ impl Sink {
             self.open = false;
         }
     }
-}
-
-/// Whether process `pid` still runs (a zombie has exited).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let state = s.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
-            Some(state != "Z" && state != "X")
-        })
-        .unwrap_or(false)
-}
-
-fn wall_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -9,6 +9,7 @@ pub mod server;
 use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
@@ -46,6 +47,47 @@ impl Endpoint {
     /// The latest exposition (a reference count, not a copy).
     pub fn current(&self) -> Arc<String> {
         self.text.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The metrics are encoded again at most this often.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
+/// The owner of the monitor's side of an endpoint: it encodes again only when the monitor
+/// changed, at most every `PUBLISH_EVERY`, so a burst of lines costs one encoding.
+#[derive(Debug)]
+pub struct Publisher {
+    endpoint: Endpoint,
+    published: Option<Instant>,
+    stale: bool,
+}
+
+impl Publisher {
+    pub fn new(endpoint: Endpoint) -> Publisher {
+        Publisher {
+            endpoint,
+            published: None,
+            stale: true,
+        }
+    }
+
+    /// The monitor changed since the last encoding.
+    pub fn changed(&mut self) {
+        self.stale = true;
+    }
+
+    /// Encodes the monitor if it changed and the last encoding is old enough.
+    pub fn tick(&mut self, mon: &Monitor) {
+        if self.stale && self.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
+            self.flush(mon);
+        }
+    }
+
+    /// Encodes the monitor now (its final state, at the end of a run).
+    pub fn flush(&mut self, mon: &Monitor) {
+        self.endpoint.publish(mon);
+        self.published = Some(Instant::now());
+        self.stale = false;
     }
 }
 

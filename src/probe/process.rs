@@ -238,6 +238,14 @@ pub fn children(dir: &Path) -> Vec<u32> {
     all
 }
 
+/// Whether process `pid` runs: it exists and has not exited (a zombie has).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|text| parse_stat(&text))
+        .is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
+}
+
 /// The command line, arguments joined by spaces; None for a kernel thread or a zombie.
 pub fn command_line(dir: &Path) -> Option<String> {
     let raw = std::fs::read(dir.join("cmdline")).ok()?;

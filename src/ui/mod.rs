@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use ratatui::Frame;
 
 use crate::error::Error;
-use crate::metrics::Endpoint;
+use crate::metrics::Publisher;
 use crate::monitor::Monitor;
 use crate::msg::Msg;
 use crate::replay::pace::{Control, Speed};
@@ -46,11 +46,8 @@ pub struct LiveOptions {
     /// The theme to start with first, then the others `t` moves through.
     pub themes: Vec<Theme>,
     /// Where to publish the metrics, if they are served.
-    pub metrics: Option<Endpoint>,
+    pub metrics: Option<Publisher>,
 }
-
-/// The metrics are encoded again at most this often.
-const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
 /// Draws one whole frame: the panes the layout places, then any overlay.
 pub fn draw(f: &mut Frame, v: &View) {
@@ -99,8 +96,6 @@ pub fn run(opts: LiveOptions) -> Result<(), Error> {
         steps_seen: 0,
         control: opts.replay.map(|r| r.0),
         metrics: opts.metrics,
-        published: None,
-        unpublished: false,
     };
     let result = app.main_loop(&mut screen, &opts.inbox);
     drop(guard);
@@ -119,10 +114,7 @@ struct App {
     steps_seen: u64,
     /// A replay's controls.
     control: Option<Sender<Control>>,
-    metrics: Option<Endpoint>,
-    published: Option<Instant>,
-    /// The monitor changed since the last publish.
-    unpublished: bool,
+    metrics: Option<Publisher>,
 }
 
 impl App {
@@ -162,7 +154,9 @@ impl App {
             if self.ui.quit {
                 return Ok(());
             }
-            self.publish();
+            if let Some(m) = &mut self.metrics {
+                m.tick(&self.mon);
+            }
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
                 // Only the "last step ... ago" figure moves with the clock alone.
@@ -208,7 +202,9 @@ impl App {
                     }
                 );
                 let changed = self.mon.apply(msg);
-                self.unpublished |= changed;
+                if changed && let Some(m) = &mut self.metrics {
+                    m.changed();
+                }
                 let steps = self.mon.model.merged.records;
                 // A replay has no "ago": its steps came long before this clock.
                 if live && self.control.is_none() && steps > self.steps_seen {
@@ -233,16 +229,6 @@ impl App {
         }
         if now.jumps != was.jumps {
             let _ = tx.send(Control::Jump);
-        }
-    }
-
-    /// The metrics, encoded again when the monitor changed, at most every `PUBLISH_EVERY`.
-    fn publish(&mut self) {
-        let Some(m) = &self.metrics else { return };
-        if self.unpublished && self.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
-            m.publish(&self.mon);
-            self.published = Some(Instant::now());
-            self.unpublished = false;
         }
     }
 
