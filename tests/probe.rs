@@ -551,14 +551,25 @@ fn another_users_trainer_is_read_as_far_as_it_can_be_and_the_rest_is_named() {
         })
         .next()
         .expect("a process of a user other than the one steptop runs as");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    // The built binary may lie under a directory the user nobody cannot enter (a clone in
+    // root's home or in a `mktemp -d` directory), so steptop runs as a copy in, and from, a
+    // directory every user can enter.
+    let (dir, steptop) = steptop_every_user_can_run();
+    let mut cmd = Command::new(&steptop);
     cmd.args(["probe", "--once", "--format", "json", "--interval", "50ms"])
         .args(["--pid", &other.to_string()])
-        .env("STEPTOP_NVML_LIB", "/nonexistent");
+        .env("STEPTOP_NVML_LIB", "/nonexistent")
+        .current_dir(dir.path());
     if me == 0 {
         cmd.uid(runs_as).gid(runs_as);
     }
-    let out = cmd.output().expect("runs");
+    let out = output_of_fresh_binary(&mut cmd).unwrap_or_else(|e| {
+        panic!(
+            "cannot run {} as uid {runs_as}: {e} (every directory above it must be open to \
+             that user)",
+            steptop.display()
+        )
+    });
     assert!(
         out.status.success(),
         "{}",
@@ -578,4 +589,38 @@ fn another_users_trainer_is_read_as_far_as_it_can_be_and_the_rest_is_named() {
         ),
         "{t}"
     );
+}
+
+/// A fresh directory (mode 0755, under the system's temporary directory) holding a copy of the
+/// steptop binary (mode 0755), for a test that runs steptop as another user: that user may not
+/// be able to reach the built binary where it lies. The directory goes when the guard drops.
+fn steptop_every_user_can_run() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("steptop-probe-")
+        .tempdir_in(std::env::temp_dir())
+        .expect("tempdir");
+    // tempfile makes the directory 0700, only for its owner.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod directory");
+    let copy = dir.path().join("steptop");
+    std::fs::copy(env!("CARGO_BIN_EXE_steptop"), &copy).expect("copy steptop");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod steptop");
+    (dir, copy)
+}
+
+/// `cmd.output()` for a binary this process has just written. A process another test thread
+/// forks while the copy is open for writing holds that descriptor until it execs, and running
+/// the copy meanwhile fails with ETXTBSY; that passes within moments, so it is tried again.
+fn output_of_fresh_binary(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            result => return result,
+        }
+    }
 }
