@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod config;
 pub mod diagnose;
+pub mod display;
 pub mod error;
 pub mod feed;
 pub mod follow;

@@ -1,6 +1,8 @@
 //! The last lines of the followed logs, cleaned for display: the log pane shows them. Every
-//! control character and escape sequence is removed here, once, so no text from a log can
-//! move the cursor, retitle the window or write the clipboard of the terminal showing it.
+//! control character but tab and every escape sequence is removed here, once, so no text from
+//! a log can move the cursor, retitle the window or write the clipboard of the terminal
+//! showing it. Tabs and invisible characters are kept as logged (a rule quotes these lines in
+//! an alert's JSON); the pane shows them (`display::shown`) when it draws a line.
 
 use std::collections::VecDeque;
 
@@ -52,12 +54,7 @@ impl LogLines {
         } else {
             LineKind::Parsed
         };
-        // clean keeps tabs (mmcv separates fields with them); a terminal cell needs spaces.
-        let text: String = text
-            .chars()
-            .map(|c| if c == '\t' { ' ' } else { c })
-            .take(CHARS)
-            .collect();
+        let text: String = text.chars().take(CHARS).collect();
         if self.lines.len() == KEPT {
             self.lines.pop_front();
         }
@@ -87,8 +84,8 @@ mod tests {
             "loss 1.0 \x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\x1b[2J\x1b[H\u{9b}31m\r\x08ok\t2";
         l.push(0, 1, nasty, &[]);
         let t = &l.lines[0].text;
-        assert!(!t.chars().any(char::is_control), "{t:?}");
-        assert_eq!(t, "loss 1.0 31mok 2");
+        assert!(!t.chars().any(|c| c.is_control() && c != '\t'), "{t:?}");
+        assert_eq!(t, "loss 1.0 31mok\t2");
     }
 
     #[test]

@@ -190,3 +190,122 @@ fn a_glob_reads_every_rank_in_order() {
     );
     assert_eq!(steptop(&["report", &nothing]).status.code(), Some(1));
 }
+
+/// A timing log as our users' scripts print it: Chinese labels padded with spaces by
+/// characters, a child stage indented under its parent.
+fn cjk_timing_log() -> String {
+    let mut log = String::new();
+    for step in 1..=20 {
+        let jitter = f64::from(step % 5) * 0.37;
+        let attn = 1201.50 + jitter;
+        let mlp = 598.49;
+        let vrt = attn + mlp;
+        let fwd = 1805.28 + jitter;
+        log.push_str(&format!(
+            "[Step {step}]\n\
+             前向传播总耗时    : {fwd:.2}ms (50.0%)\n\
+             VRT处理          : {vrt:.2}ms (49.9%)\n\
+             \x20 注意力模块      : {attn:.2}ms (33.3%)\n\
+             \x20 MLP           : {mlp:.2}ms (16.6%)\n\
+             Total           : {:.2}ms\n",
+            fwd + vrt + 5.26
+        ));
+    }
+    log
+}
+
+/// The rows of the text report's stage table, without its header.
+fn stage_rows(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("forward stages, hottest first"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+/// The terminal cells each row takes.
+fn cells(rows: &[&str]) -> Vec<usize> {
+    rows.iter()
+        .map(|r| unicode_width::UnicodeWidthStr::width(*r))
+        .collect()
+}
+
+#[test]
+fn stage_columns_line_up_by_cells_with_chinese_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("timing.log");
+    std::fs::write(&log, cjk_timing_log()).unwrap();
+    let o = steptop(&["report", log.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let rows = stage_rows(&text);
+    assert!(
+        rows.iter().any(|l| l.contains("VRT处理")) && rows.iter().any(|l| l.contains("注意力模块")),
+        "{text}"
+    );
+    assert!(rows.iter().any(|l| l.contains("MLP")), "{text}");
+    // The share is the last column, so every row ends in the same cell. Padding by chars
+    // would end a row one cell further for each CJK character in its name.
+    assert!(rows.iter().all(|r| r.ends_with('%')), "{text}");
+    assert!(cells(&rows).iter().all(|c| *c == cells(&rows)[0]), "{text}");
+}
+
+/// The users' timing log with a stage label carrying a right-to-left override and a zero
+/// width space, in a file whose name carries one too.
+fn timing_log_with_a_hidden_label(dir: &Path) -> PathBuf {
+    let src = std::fs::read_to_string(fixture("fixtures/runs/stage8_third/timing.log")).unwrap();
+    let hostile = src.replace("VRT Stage8", "VRT Stage\u{202e}8\u{200b}");
+    assert_ne!(src, hostile);
+    let path = dir.join("run\u{202e}gol.txt");
+    std::fs::write(&path, hostile).unwrap();
+    path
+}
+
+#[test]
+fn invisible_characters_are_escaped_in_text_and_markdown_and_kept_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = timing_log_with_a_hidden_label(dir.path());
+    let log = log.to_str().unwrap();
+    for format in ["text", "markdown"] {
+        let o = steptop(&["report", "--format", format, log]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            !out.contains(['\u{202e}', '\u{200b}']),
+            "{format} lets an invisible character through:\n{out}"
+        );
+        // The stage table, the verdict that quotes the stage, and the file's name.
+        let escaped = "VRT Stage\\u{202e}8\\u{200b}";
+        assert!(out.matches(escaped).count() >= 2, "{format}:\n{out}");
+        assert!(out.contains("run\\u{202e}gol.txt"), "{format}:\n{out}");
+        if format == "text" {
+            let rows = stage_rows(&out);
+            assert!(rows[0].contains(escaped), "{out}");
+            assert!(cells(&rows).iter().all(|c| *c == cells(&rows)[0]), "{out}");
+        }
+    }
+    let o = steptop(&["report", "--format", "json", log]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hidden = "VRT Stage\u{202e}8\u{200b}";
+    assert!(
+        r["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == hidden),
+        "{r}"
+    );
+    // stage_hotspot names the stage that takes a third of the forward.
+    assert!(
+        r["verdict"]["title"]
+            .as_str()
+            .is_some_and(|t| t.contains(hidden)),
+        "{r}"
+    );
+    assert!(
+        r["sources"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("run\u{202e}gol.txt")
+    );
+}

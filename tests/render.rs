@@ -319,3 +319,76 @@ fn the_breakdown_bar_splits_the_step_by_its_shares() {
         "{legend}"
     );
 }
+
+/// A stage label with a right-to-left override and a zero width space: escaped wherever the
+/// live view prints it (stages, verdict, log), so it can neither reorder a row nor hide.
+#[test]
+fn invisible_characters_in_a_stage_name_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(fixture("stage8_third", "timing.log")).unwrap();
+    let path = dir.path().join("timing.log");
+    std::fs::write(
+        &path,
+        src.replace("VRT Stage8", "VRT Stage\u{202e}8\u{200b}"),
+    )
+    .unwrap();
+    let m = monitor(&[path.to_str().unwrap()]);
+    let buf = draw(&m, &UiState::default(), &default_theme(), 160, 48);
+    let screen = text(&buf);
+    for cell in buf.content() {
+        assert!(
+            !cell.symbol().contains(['\u{202e}', '\u{200b}']),
+            "{screen}"
+        );
+    }
+    let escaped = "VRT Stage\\u{202e}8\\u{200b}";
+    let rows = screen.lines().filter(|l| l.contains(escaped)).count();
+    // The stages pane, the verdict (marked ●), the log pane's last block.
+    assert!(rows >= 3, "{rows} rows show it:\n{screen}");
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains('●') && l.contains(escaped)),
+        "{screen}"
+    );
+}
+
+/// The stages pane alone: Chinese names take two cells a character, and the columns after
+/// them still line up.
+#[test]
+fn stage_columns_line_up_by_cells_with_chinese_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timing.log");
+    let log: String = (1..=20)
+        .map(|s| {
+            format!(
+                "[Step {s}]\n特征提取          : 412.50ms (22.8%)\nVRT处理          : 1099.99ms (60.9%)\n\
+                 上采样 Upsample   : 289.30ms (16.0%)\nTotal           : 1801.79ms\n"
+            )
+        })
+        .collect();
+    std::fs::write(&path, log).unwrap();
+    let m = monitor(&[path.to_str().unwrap()]);
+    let theme = default_theme();
+    let ui = UiState::default();
+    let view = View {
+        mon: &m,
+        ui: &ui,
+        theme: &theme,
+        step_age: None,
+    };
+    let mut t = Terminal::new(TestBackend::new(60, 6)).unwrap();
+    t.draw(|f| steptop::ui::panes::render(f, steptop::ui::panes::Pane::Stages, f.area(), &view))
+        .unwrap();
+    let buf = t.backend().buffer();
+    // Rows 2..5 are the three stages; each share ends with `%` in the same cell.
+    let ends: Vec<Option<u16>> = (2..5)
+        .map(|y| (0..60).rev().find(|&x| buf[(x, y)].symbol() == "%"))
+        .collect();
+    assert!(ends[0].is_some(), "{}", text(buf));
+    assert!(
+        ends.iter().all(|e| *e == ends[0]),
+        "{ends:?}\n{}",
+        text(buf)
+    );
+}

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::Report;
 use crate::diagnose::checklist::Status;
+use crate::display::{self, Tabs};
 use crate::units::{duration, ms, num, pct};
 
 /// GitHub-flavoured markdown tables.
@@ -156,7 +157,9 @@ pub fn render(r: &Report) -> String {
             escape(c.value.as_deref().unwrap_or("-"))
         );
     }
-    o
+    // Tables are not aligned by hand here, so one pass over the whole text shows every stage
+    // name, alert word and path: nothing invisible reaches the terminal or the issue.
+    display::shown_owned(o, Tabs::Space)
 }
 
 /// Keeps a log's text from breaking the table.

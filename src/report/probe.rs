@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::display::{self, Tabs};
 use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
 use crate::units::{gib, rate};
 
@@ -173,7 +174,7 @@ fn trainer(o: &mut String, t: &TrainerReading) {
 fn wrap(o: &mut String, parts: &[String]) {
     let mut line = String::new();
     for p in parts {
-        if !line.is_empty() && 9 + line.len() + 2 + p.len() > 80 {
+        if !line.is_empty() && 9 + display::width(&line) + 2 + display::width(p) > 80 {
             let _ = writeln!(o, "         {line}");
             line.clear();
         }
@@ -187,13 +188,13 @@ fn wrap(o: &mut String, parts: &[String]) {
     }
 }
 
-/// `head` then `text`, its words on lines of at most 80 columns; later lines are indented
-/// by `indent` spaces.
+/// `head` then `text`, its words on lines of at most 80 cells; later lines are indented by
+/// `indent` spaces. The text is shown (see `display::shown`) before it is measured.
 pub(crate) fn words(o: &mut String, head: &str, indent: usize, text: &str) {
     let mut line = head.to_string();
     let mut fresh = true;
-    for w in text.split_whitespace() {
-        if !fresh && line.chars().count() + 1 + w.chars().count() > 80 {
+    for w in display::shown(text, Tabs::Space).split_whitespace() {
+        if !fresh && display::width(&line) + 1 + display::width(w) > 80 {
             let _ = writeln!(o, "{line}");
             line = " ".repeat(indent);
             fresh = true;
@@ -215,11 +216,12 @@ fn none_if_empty(list: &[String]) -> String {
     }
 }
 
+/// At most `n` cells of `s`, shown, with `...` where it was cut.
 fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
+    let s = display::shown(s, Tabs::Space);
+    if display::width(&s) <= n {
+        s.into_owned()
     } else {
-        let cut: String = s.chars().take(n - 3).collect();
-        format!("{cut}...")
+        format!("{}...", display::truncate(&s, n.saturating_sub(3)))
     }
 }

@@ -6,6 +6,7 @@ use super::Report;
 use super::probe::words;
 use crate::diagnose::Alert;
 use crate::diagnose::checklist::Status;
+use crate::display::{self, Tabs};
 use crate::units::{duration, ms, num, pct};
 
 /// Plain text, at most 80 columns, no escape sequences.
@@ -69,7 +70,9 @@ pub fn render(r: &Report) -> String {
             s.unparsed
         );
     }
-    o
+    // Log text laid out by cells above was shown before it was measured; this pass shows the
+    // rest (sources' paths, events' file names), so nothing invisible reaches the terminal.
+    display::shown_owned(o, Tabs::Space)
 }
 
 /// What limits the run first, then every alert: active ones with their evidence and first
@@ -132,7 +135,8 @@ fn checklist(r: &Report, o: &mut String) {
             Status::Unknown => "  - ",
         };
         let value = c.value.as_deref().unwrap_or("no reading");
-        words(o, &format!("  {status}  {:<38} ", c.label), 47, value);
+        let label = display::pad(c.label, 38);
+        words(o, &format!("  {status}  {label} "), 47, value);
     }
 }
 
@@ -187,14 +191,16 @@ fn stages(r: &Report, o: &mut String) {
     );
     for s in r.stages.iter().take(12) {
         let indent = "  ".repeat(usize::from(s.depth) + 1);
-        let name: String = s.name.chars().take(32 - indent.len()).collect();
+        // Shown before it is measured: an escape is wider than the character it stands for.
+        let shown = display::shown(&s.name, Tabs::Space);
+        let width = 32usize.saturating_sub(indent.len());
+        let name = display::pad(display::truncate(&shown, width), width);
         let _ = writeln!(
             o,
-            "{indent}{name:<width$} {:>10} {:>10} {:>7}",
+            "{indent}{name} {:>10} {:>10} {:>7}",
             ms(s.mean_ms),
             ms(s.p50_ms),
             s.share.map_or("-".to_string(), pct),
-            width = 32 - indent.len()
         );
     }
     if r.stages.len() > 12 {
@@ -288,7 +294,8 @@ fn events(r: &Report, o: &mut String) {
         .filter(|e| e.kind != "checkpoint" && e.kind != "eval")
         .take(8)
     {
-        let text: String = e.text.chars().take(56).collect();
+        let shown = display::shown(&e.text, Tabs::Space);
+        let text = display::truncate(&shown, 56);
         let at = if e.line == 0 {
             short(&e.source).to_string()
         } else {
@@ -303,7 +310,7 @@ fn short(path: &str) -> &str {
 }
 
 fn line(o: &mut String, label: &str, value: String) {
-    let _ = writeln!(o, "{label:<14}{value}");
+    let _ = writeln!(o, "{}{value}", display::pad(label, 14));
 }
 
 fn plural(n: usize) -> &'static str {

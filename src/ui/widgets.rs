@@ -3,6 +3,7 @@
 //! between shifts, only the newest column is redrawn, which keeps the bytes sent over ssh low.
 
 use crate::diagnose::Severity;
+use crate::display::{self, Tabs};
 use crate::theme::Role;
 
 /// Seconds per column, picked from a ladder of round values so the grain changes rarely as a
@@ -79,12 +80,14 @@ pub fn severity_role(s: Severity) -> Role {
     }
 }
 
-/// Cuts text to `width` characters, marking the cut with an ellipsis.
+/// Cuts text to `width` cells, marking the cut with an ellipsis. The text is shown (see
+/// `display::shown`) first, so an escape is measured at the width it is drawn.
 pub fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
+    let text = display::shown(text, Tabs::Space);
+    if display::width(&text) <= width {
+        return text.into_owned();
     }
-    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+    let mut s = display::truncate(&text, width.saturating_sub(1)).to_string();
     if width > 0 {
         s.push('…');
     }
@@ -149,6 +152,9 @@ mod tests {
     fn text_is_fitted_and_times_are_coarse() {
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abc", 4), "abc");
+        assert_eq!(fit("前向传播总耗时", 6), "前向…");
+        assert_eq!(fit("VRT处理", 7), "VRT处理");
+        assert_eq!(fit("a\u{202e}b", 20), "a\\u{202e}b");
         assert_eq!(ago(42.4), "42s");
         assert_eq!(ago(3599.0), "59m");
         assert_eq!(ago(7300.0), "2h");

@@ -1,13 +1,19 @@
 //! The last lines of the followed logs: events marked, the figures of parsed lines
 //! highlighted, optionally filtered (`/`) and scrolled back (↑, PgUp). The text was cleaned of
-//! every control and escape sequence when it arrived (`loglines`).
+//! every control and escape sequence when it arrived (`loglines`); here tabs go to the next
+//! stop of 8, as the line is drawn from its first column, and invisible characters are shown
+//! escaped (`display::shown`).
+
+use std::borrow::Cow;
+use std::ops::Range;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{Pane, View};
+use crate::display::{self, Tabs};
 use crate::loglines::{LineKind, LogLine};
 use crate::theme::Role;
 
@@ -64,16 +70,26 @@ fn line<'a>(v: &View, l: &'a LogLine, several: bool) -> Line<'a> {
     if several {
         spans.push(v.span(format!("{} ", l.source), Role::Muted));
     }
+    let text = display::shown(&l.text, Tabs::Stops);
     match l.kind {
-        LineKind::Event => spans.push(v.span(l.text.as_str(), Role::Crit)),
-        LineKind::Plain => spans.push(v.span(l.text.as_str(), Role::Text)),
-        LineKind::Parsed => spans.extend(figures(v, &l.text)),
+        LineKind::Event => spans.push(v.span(text, Role::Crit)),
+        LineKind::Plain => spans.push(v.span(text, Role::Text)),
+        LineKind::Parsed => {
+            for (range, role) in figures(&text) {
+                // Borrowed from the line when showing it changed nothing, the common case.
+                let piece = match &text {
+                    Cow::Borrowed(t) => Cow::Borrowed(&t[range]),
+                    Cow::Owned(t) => Cow::Owned(t[range].to_string()),
+                };
+                spans.push(v.span(piece, role));
+            }
+        }
     }
     Line::from(spans)
 }
 
-/// A parsed line with its numbers highlighted: the figures steptop read from it.
-fn figures<'a>(v: &View, text: &'a str) -> Vec<Span<'a>> {
+/// A parsed line's runs, with its numbers highlighted: the figures steptop read from it.
+fn figures(text: &str) -> Vec<(Range<usize>, Role)> {
     let mut out = Vec::new();
     let mut run_start = 0;
     let mut in_num = false;
@@ -82,13 +98,13 @@ fn figures<'a>(v: &View, text: &'a str) -> Vec<Span<'a>> {
         if numeric != in_num {
             if i > run_start {
                 let role = if in_num { Role::Info } else { Role::Text };
-                out.push(v.span(&text[run_start..i], role));
+                out.push((run_start..i, role));
             }
             run_start = i;
             in_num = numeric;
         }
     }
     let role = if in_num { Role::Info } else { Role::Text };
-    out.push(v.span(&text[run_start..], role));
+    out.push((run_start..text.len(), role));
     out
 }

@@ -12,6 +12,8 @@ pub mod host;
 pub mod log;
 pub mod stages;
 
+use std::borrow::Cow;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -19,6 +21,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
 use super::state::UiState;
+use crate::display::{self, Tabs};
 use crate::monitor::Monitor;
 use crate::theme::{Role, Theme};
 
@@ -85,7 +88,13 @@ impl View<'_> {
         self.theme.style(role)
     }
 
-    pub fn span<'s>(&self, text: impl Into<std::borrow::Cow<'s, str>>, role: Role) -> Span<'s> {
+    /// Every pane's text goes through here, so this is where log text is shown (see
+    /// `display::shown`): a stage name with a right-to-left override cannot reorder a row.
+    pub fn span<'s>(&self, text: impl Into<Cow<'s, str>>, role: Role) -> Span<'s> {
+        let text = match text.into() {
+            Cow::Borrowed(t) => display::shown(t, Tabs::Space),
+            Cow::Owned(t) => Cow::Owned(display::shown_owned(t, Tabs::Space)),
+        };
         Span::styled(text, self.style(role))
     }
 
