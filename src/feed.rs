@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use crate::model::Stamp;
 use crate::msg::Msg;
-use crate::parse::record::{Format, Record};
+use crate::parse::record::{EventKind, Format, Record, StepRecord};
 use crate::parse::user::UserPattern;
-use crate::parse::{FormatCounts, LineInfo, Parser};
+use crate::parse::{FormatCounts, LineInfo, Parser, prefix};
 
 /// Counts for one file: the report's sources table and the live header.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -16,8 +16,13 @@ pub struct SourceStats {
     pub lines: u64,
     /// Typed records the lines gave.
     pub records: u64,
-    /// Non-blank lines (or `\r` redraws) that gave no record.
+    /// Non-blank lines (or `\r` redraws) that gave no record, rejected ones included.
     pub unparsed: u64,
+    /// Lines whose figures cannot be true: a step number that overflows or goes back with no
+    /// restart to explain it, a negative or non-finite time or rate, a number that overflows.
+    pub rejected: u64,
+    /// The first of them: its line number, what is impossible, and its text.
+    pub first_rejected: Option<(u64, &'static str, String)>,
     /// Lines recognised per format.
     pub formats: FormatCounts,
 }
@@ -27,10 +32,89 @@ impl SourceStats {
     pub fn count(&mut self, line_no: u64, info: &LineInfo, records: usize) {
         self.lines = self.lines.max(line_no);
         self.formats.add(info);
-        if !info.blank && records == 0 {
+        // A recognised line may say nothing to count (a cache block's head).
+        if !info.blank && records == 0 && info.format.is_none() {
             self.unparsed += 1;
         }
         self.records += records as u64;
+    }
+
+    /// Counts line `line_no` as rejected for `what`: unparsed, whatever format it looked like.
+    fn reject(&mut self, line_no: u64, what: &'static str, text: &str) {
+        self.lines = self.lines.max(line_no);
+        self.unparsed += 1;
+        self.rejected += 1;
+        if self.first_rejected.is_none() {
+            self.first_rejected = Some((line_no, what, text.to_string()));
+        }
+    }
+}
+
+/// One rank's steps in one file, in order: tells a restart (or a new epoch's counter) from a
+/// step number that cannot be.
+#[derive(Clone, Copy, Debug, Default)]
+struct Order {
+    /// The first step this rank logged in the file: a new run starts there again.
+    first: Option<u64>,
+    last: u64,
+    epoch: Option<f64>,
+    total: Option<u64>,
+    /// The steps at the last checkpoints: a resumed run starts there again.
+    checkpoints: [Option<u64>; 4],
+    /// A step that went back with nothing to explain it: the next step decides whether a
+    /// restart began there.
+    doubt: Option<u64>,
+}
+
+impl Order {
+    /// A checkpoint was saved at the current step.
+    fn checkpoint(&mut self) {
+        self.checkpoints.rotate_right(1);
+        self.checkpoints[0] = Some(self.last);
+    }
+
+    /// Whether `s` may follow the steps so far; remembers it when it may. A step may go back
+    /// when a restart explains it: to one of the first ten steps or the file's first step (a
+    /// new run), to a checkpoint (a resumed one), with a new epoch or a new total (a counter
+    /// that restarts), or when the next step carries on from it.
+    fn admits(&mut self, s: &StepRecord) -> bool {
+        let Some(step) = s.step else {
+            return true;
+        };
+        let Some(first) = self.first else {
+            self.first = Some(step);
+            self.remember(step, s, false);
+            return true;
+        };
+        // Several lines per step, and per-rank lines in one file without rank tags, go back a
+        // little.
+        let slack = (self.last / 100).max(2);
+        let back = step.saturating_add(slack) < self.last;
+        let near = |at: u64| step.abs_diff(at) <= slack;
+        // A run starting afresh logs one of its first steps first.
+        let restart = step <= 10
+            || near(first)
+            || self.checkpoints.iter().flatten().any(|&c| near(c))
+            || s.epoch.is_some_and(|e| Some(e) != self.epoch)
+            || s.total.is_some_and(|t| Some(t) != self.total)
+            || self.doubt.is_some_and(|d| step >= d);
+        if back && !restart {
+            self.doubt = Some(step);
+            return false;
+        }
+        self.remember(step, s, back);
+        true
+    }
+
+    fn remember(&mut self, step: u64, s: &StepRecord, back: bool) {
+        self.last = if back { step } else { self.last.max(step) };
+        self.doubt = None;
+        if s.epoch.is_some() {
+            self.epoch = s.epoch;
+        }
+        if s.total.is_some() {
+            self.total = s.total;
+        }
     }
 }
 
@@ -47,6 +131,14 @@ pub struct Feed {
     last_log_time: Option<f64>,
     /// A timeline made of the logged step times, for files without timestamps.
     synthetic: f64,
+    /// Each rank's step order in this file.
+    orders: Vec<(u32, Order)>,
+    /// One line's records, held while they are checked.
+    held: Vec<Record>,
+    /// When the file was last written, as far as is known (its modification time, or the
+    /// clock when it is followed): year-less timestamps are placed at or before it. Without
+    /// one they stay in the year 2000.
+    year_reference: Option<f64>,
     scratch: Vec<Record>,
 }
 
@@ -61,8 +153,17 @@ impl Feed {
             line_rank: None,
             last_log_time: None,
             synthetic: 0.0,
+            orders: Vec::new(),
+            held: Vec::new(),
+            year_reference: None,
             scratch: Vec::new(),
         }
+    }
+
+    /// Sets the moment the file's year-less timestamps are placed at or before (Unix seconds):
+    /// its modification time when it is read whole, the clock when it is followed.
+    pub fn set_year_reference(&mut self, t: f64) {
+        self.year_reference = Some(t);
     }
 
     /// Parses one record and hands each typed record to `sink` with its stamp. `arrival` is the
@@ -77,7 +178,7 @@ impl Feed {
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        let stamp = self.deliver(line_no, &info, out.drain(..), arrival, sink);
+        let stamp = self.deliver(line_no, raw, &info, out.drain(..), arrival, sink);
         self.scratch = out;
         (info, stamp)
     }
@@ -87,7 +188,13 @@ impl Feed {
     /// so that the monitor counts them too.
     pub fn message(&mut self, line_no: u64, raw: &[u8], arrival: Option<f64>) -> Msg {
         let mut records = Vec::new();
-        let (info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
+        let rejected = self.stats.rejected;
+        let (mut info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
+        if self.stats.rejected > rejected {
+            // Refused whole: the monitor counts it as a line nothing was read from.
+            info.format = None;
+            info.glued = None;
+        }
         Msg::Line {
             stamp,
             info,
@@ -97,18 +204,32 @@ impl Feed {
         }
     }
 
-    /// Counts, stamps and hands on the records parsed from line `line_no`, in their order.
+    /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
+    /// order; a line whose figures cannot be true is counted and dropped whole.
     pub fn deliver(
         &mut self,
         line_no: u64,
+        raw: &[u8],
         info: &LineInfo,
         records: impl ExactSizeIterator<Item = Record>,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> Stamp {
-        self.stats.count(line_no, info, records.len());
         let stamp = self.stamp(info, line_no, arrival);
-        for rec in records {
+        let mut held = std::mem::take(&mut self.held);
+        held.clear();
+        held.extend(records);
+        if let Some(what) = self.impossible(&held, stamp.rank) {
+            let mut buf = String::new();
+            let text = crate::parse::clean::clean(raw, &mut buf).trim();
+            let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
+            self.stats.reject(line_no, what, &text[..end]);
+            held.clear();
+            self.held = held;
+            return stamp;
+        }
+        self.stats.count(line_no, info, held.len());
+        for rec in held.drain(..) {
             if !stamp.real_time
                 && let Record::Step(s) = &rec
                 && let Some(ms) = s.step_time_ms
@@ -117,7 +238,38 @@ impl Feed {
             }
             sink(&stamp, rec);
         }
+        self.held = held;
         stamp
+    }
+
+    /// Why a line's records cannot be true, if they cannot: the parser's own rejection, or a
+    /// step that goes back with no restart to explain it.
+    fn impossible(&mut self, records: &[Record], rank: u32) -> Option<&'static str> {
+        for rec in records {
+            match rec {
+                Record::Rejected { what, .. } => return Some(what),
+                Record::Step(s) if s.step.is_some() && !self.order(rank).admits(s) => {
+                    return Some("a step that goes back with no restart to explain it");
+                }
+                Record::Event {
+                    kind: EventKind::Checkpoint,
+                    ..
+                } => self.order(rank).checkpoint(),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    fn order(&mut self, rank: u32) -> &mut Order {
+        let at = match self.orders.iter().position(|(r, _)| *r == rank) {
+            Some(i) => i,
+            None => {
+                self.orders.push((rank, Order::default()));
+                self.orders.len() - 1
+            }
+        };
+        &mut self.orders[at].1
     }
 
     /// This file's parser, for whole-file reading that parses ahead on other threads.
@@ -130,7 +282,12 @@ impl Feed {
             self.line_rank = info.rank;
         }
         let rank = info.rank.or(self.file_rank).unwrap_or(0);
-        let (time, real_time) = match (info.time, arrival) {
+        let logged = info.time.map(|t| match arrival.or(self.year_reference) {
+            // A line that arrives now was written by now: its arrival is the nearest reference.
+            Some(reference) if info.yearless => prefix::place_yearless(t, reference),
+            _ => t,
+        });
+        let (time, real_time) = match (logged, arrival) {
             (Some(t), _) => {
                 self.last_log_time = Some(t);
                 (t, true)
@@ -179,11 +336,100 @@ fn rank_from_name(path: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
+    /// Feeds `lines` and returns the steps that reached the model and the rejected count.
+    fn steps_of(lines: &[&str]) -> (Vec<u64>, u64) {
+        let mut feed = Feed::new(0, "train.log", Arc::default());
+        let mut steps = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            feed.line(i as u64 + 1, line.as_bytes(), None, &mut |_, r| {
+                if let Record::Step(s) = r {
+                    steps.extend(s.step);
+                }
+            });
+        }
+        (steps, feed.stats.rejected)
+    }
+
+    #[test]
+    fn impossible_values_never_reach_the_model() {
+        let (steps, rejected) = steps_of(&[
+            "step 1/100 | loss=0.5 | 2.0 samples/s | data_time=1ms",
+            "step 999999999999999999999999/1 | loss=1e999 | -5 samples/s | data_time=-1ms",
+            "step 2/100 | loss=1e999 | 2.0 samples/s",
+            "step 3/100 | loss=0.5 | -5 samples/s",
+            "step 4/100 | loss=0.5 | data_time=-1ms",
+            "step 5/100 | loss=nan | 2.0 samples/s",
+        ]);
+        assert_eq!(steps, vec![1, 5]);
+        assert_eq!(rejected, 4);
+    }
+
+    #[test]
+    fn a_step_that_goes_back_is_a_restart_only_when_something_explains_it() {
+        // A glitch in the middle of a run.
+        let (steps, rejected) = steps_of(&[
+            "step 10000: loss 1.0",
+            "step 10001: loss 1.0",
+            "step 50: loss 9.0",
+            "step 10002: loss 1.0",
+        ]);
+        assert_eq!((steps, rejected), (vec![10000, 10001, 10002], 1));
+        // A resume from the checkpoint the log saved.
+        let (steps, _) = steps_of(&[
+            "step 100: loss 1.0",
+            "Saving checkpoint to ckpt/step_100",
+            "step 150: loss 1.0",
+            "step 101: loss 1.0",
+        ]);
+        assert_eq!(steps, vec![100, 150, 101]);
+        // A new run appended to the log starts at its first steps again.
+        let (steps, _) = steps_of(&[
+            "step 10: loss 1.0",
+            "step 900: loss 1.0",
+            "step 10: loss 9.0",
+        ]);
+        assert_eq!(steps, vec![10, 900, 10]);
+        // A run resumed from a checkpoint the log never named: its first line is doubted, the
+        // next one carries on from it.
+        let (steps, rejected) = steps_of(&[
+            "step 10: loss 1.0",
+            "step 900: loss 1.0",
+            "step 400: loss 9.0",
+            "step 401: loss 1.0",
+            "step 402: loss 1.0",
+        ]);
+        assert_eq!((steps, rejected), (vec![10, 900, 401, 402], 1));
+    }
+
     #[test]
     fn rank_from_file_names() {
         assert_eq!(rank_from_name("logs/rank3.log"), Some(3));
         assert_eq!(rank_from_name("train_rank_12.txt"), Some(12));
         assert_eq!(rank_from_name("/x/rank/train.log"), None);
+    }
+
+    /// The stamp's date, `YYYY-MM-DD`, of a detectron2 line read by `feed`.
+    fn stamped_date(feed: &mut Feed, line: &str, arrival: Option<f64>) -> String {
+        let mut date = String::new();
+        feed.line(1, line.as_bytes(), arrival, &mut |s, _| {
+            date = crate::units::clock(s.time)[..10].to_string();
+        });
+        date
+    }
+
+    #[test]
+    fn yearless_times_take_the_year_of_the_reference_or_the_arrival() {
+        let line = "[02/29 14:02:18 d2.utils.events]:  iter: 19  total_loss: 2.913  time: 0.3127";
+        let mut feed = Feed::new(0, "t.log", Arc::default());
+        assert_eq!(stamped_date(&mut feed, line, None), "2000-02-29");
+        // Modified 2025-06-01: the last Feb 29 before it.
+        feed.set_year_reference(1_748_736_000.0);
+        assert_eq!(stamped_date(&mut feed, line, None), "2024-02-29");
+        // A live line that arrived on 2028-03-01.
+        assert_eq!(
+            stamped_date(&mut feed, line, Some(1_835_481_600.0)),
+            "2028-02-29"
+        );
     }
 
     #[test]

@@ -36,7 +36,11 @@ pub fn spawn(
                         let path = path.display().to_string();
                         while feeds.len() <= file {
                             let index = feeds.len();
-                            feeds.push(Feed::new(index, &path, patterns.clone()));
+                            let mut feed = Feed::new(index, &path, patterns.clone());
+                            // The history read at the start was written by now; later lines
+                            // are placed by their arrival.
+                            feed.set_year_reference(unix_now());
+                            feeds.push(feed);
                             live.push(false);
                         }
                         Msg::Opened { source: file, path }

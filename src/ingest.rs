@@ -191,13 +191,14 @@ fn apply(
     for (i, info) in parsed.infos.iter().enumerate() {
         let line_no = parsed.block.lines[i].0;
         let mine = records.by_ref().take(parsed.counts[i] as usize);
+        let raw = parsed.block.raw(i);
         if converged {
-            feed.deliver(line_no, info, mine, None, sink);
+            feed.deliver(line_no, raw, info, mine, None, sink);
             continue;
         }
         mine.for_each(drop);
-        let info = feed.parser().parse(parsed.block.raw(i), scratch);
-        feed.deliver(line_no, &info, scratch.drain(..), None, sink);
+        let info = feed.parser().parse(raw, scratch);
+        feed.deliver(line_no, raw, &info, scratch.drain(..), None, sink);
         converged = feed.parser().context() == parsed.after[i];
     }
     if converged && let Some(ctx) = parsed.after.last() {

@@ -1,5 +1,7 @@
 //! Numbers as people read them, shared by every sink: milliseconds, shares, durations, bytes.
 
+use crate::parse::prefix::civil_from_days;
+
 /// Milliseconds, switching to seconds above 10 s.
 pub fn ms(v: f64) -> String {
     if v >= 10_000.0 {
@@ -53,20 +55,6 @@ pub fn clock(t: f64) -> String {
         rest / 60 % 60,
         rest % 60
     )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// Bytes in GiB, or MiB below one GiB.

@@ -96,3 +96,61 @@ fn a_follower_that_cannot_start_says_why() {
     assert!(m.stopped.as_deref().unwrap().contains("no input files"));
     source.join().unwrap();
 }
+
+#[test]
+fn a_followed_log_places_yearless_times_in_the_current_year() {
+    // Today's date without a year, in a file last written long ago: following places it by
+    // the clock, not by the file's time.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let today = steptop::units::clock(now);
+    let (year, month, day) = (&today[..4], &today[5..7], &today[8..10]);
+    let line = |step: u32| {
+        format!(
+            "[{month}/{day} 00:00:01 d2.utils.events]:  iter: {step}  total_loss: 2.9  time: 0.31\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("train.log");
+    std::fs::write(&path, line(19)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(991_353_600))
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, inbox) = steptop::msg::inbox();
+    let spec = InputSpec::parse(path.to_str().unwrap()).unwrap();
+    let source = steptop::follow::spawn(
+        vec![spec],
+        FollowOptions::default(),
+        Arc::default(),
+        stop.clone(),
+        tx,
+    )
+    .unwrap();
+    let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+    let year_of_last = |m: &Monitor| {
+        m.model
+            .last_time
+            .map(|t| steptop::units::clock(t)[..4].to_string())
+    };
+    until(&mut m, &inbox, "the history", Monitor::caught_up);
+    assert_eq!(year_of_last(&m).as_deref(), Some(year));
+
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    log.write_all(line(39).as_bytes()).unwrap();
+    until(&mut m, &inbox, "the appended step", |m| {
+        m.model.merged.last_step == Some(39)
+    });
+    assert_eq!(year_of_last(&m).as_deref(), Some(year));
+
+    stop.store(true, Ordering::Relaxed);
+    source.join().unwrap();
+}

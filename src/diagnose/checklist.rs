@@ -47,9 +47,14 @@ pub fn evaluate(m: &Model, d: &Diagnosis) -> Vec<Item> {
         },
         value: value.map(show),
     };
+    // The probe's readings, else the log's own memory monitor.
     let used_trend = v
         .slope(|s| Some(s.host.as_ref()?.mem_used_bytes as f64))
-        .map(|b| b * 60.0 / f64::from(1 << 20));
+        .map(|b| b * 60.0 / f64::from(1 << 20))
+        .or_else(|| {
+            v.log_memory_slope(|r| r.system_used_mb)
+                .map(|mib| mib * 60.0)
+        });
     let losses = m.merged.loss.run.count()
         + m.event_counts
             .get(&EventKind::NonFinite)

@@ -29,6 +29,9 @@ pub enum Trigger {
     Block,
     /// A hardware sample, at its time.
     Sample(f64),
+    /// A reading the log itself prints (its memory monitor): judged by the same rules as the
+    /// samples.
+    Reading,
     Event(EventKind),
 }
 
@@ -41,6 +44,7 @@ impl Trigger {
                 Some(Trigger::Block)
             }
             Record::Event { kind, .. } => Some(Trigger::Event(*kind)),
+            Record::HostMem(_) => Some(Trigger::Reading),
             _ => None,
         }
     }
@@ -128,7 +132,7 @@ impl Diagnosis {
                     self.evaluate(m, &[Basis::Events], step, false);
                 }
             }
-            Trigger::Sample(_) => {
+            Trigger::Sample(_) | Trigger::Reading => {
                 let step = m.merged.last_step;
                 self.evaluate(m, &[Basis::Seconds], step, false);
             }
@@ -214,7 +218,8 @@ impl Diagnosis {
                 Basis::Steps => (self.scored as f64, log_time),
                 Basis::Events => (self.steps_seen as f64, log_time),
                 Basis::Seconds => {
-                    let t = m.hardware.latest().map_or(log_time, |s| s.time);
+                    // Without samples, the log's own readings on the run's clock.
+                    let t = m.hardware.latest().map_or_else(|| m.clock(), |s| s.time);
                     (t, t)
                 }
             };

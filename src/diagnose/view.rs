@@ -6,7 +6,9 @@ use std::cell::OnceCell;
 
 use super::params::DiagnoseConfig;
 use super::{Finding, Severity};
-use crate::model::Model;
+use crate::model::breakdown::{Breakdown, Over};
+use crate::model::{LogMemory, Model};
+use crate::parse::record::HostMemRecord;
 use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
 
 /// The model as the rules see it, for one evaluation: the signals several rules read are
@@ -21,6 +23,7 @@ pub struct View<'a> {
     step_mean: OnceCell<Option<f64>>,
     data_ms: OnceCell<Option<f64>>,
     data_share: OnceCell<Option<f64>>,
+    breakdown: OnceCell<Breakdown>,
 }
 
 impl<'a> View<'a> {
@@ -34,6 +37,7 @@ impl<'a> View<'a> {
             step_mean: OnceCell::new(),
             data_ms: OnceCell::new(),
             data_share: OnceCell::new(),
+            breakdown: OnceCell::new(),
         }
     }
 
@@ -99,11 +103,14 @@ impl<'a> View<'a> {
         self.cfg.window_steps
     }
 
+    /// The window the log rules look back over.
+    pub fn span(&self) -> Over {
+        Over::Recent(self.steps())
+    }
+
     /// Mean step time over the last window of steps.
     pub fn step_mean(&self) -> Option<f64> {
-        *self
-            .step_mean
-            .get_or_init(|| self.m.merged.step_time_ms.recent.mean_last(self.steps()))
+        *self.step_mean.get_or_init(|| self.m.step_ms(self.span()))
     }
 
     /// Mean data_time over the last window of steps that logged one.
@@ -115,47 +122,21 @@ impl<'a> View<'a> {
 
     /// Data time over step time, summed over the recent steps that logged both.
     pub fn data_share(&self) -> Option<f64> {
-        *self.data_share.get_or_init(|| {
-            let n = self.steps();
-            let step = self.m.merged.paired_step_ms.recent.sum_last(n);
-            let data = self.m.merged.paired_data_ms.recent.sum_last(n);
-            (step > 0.0).then(|| data / step)
-        })
+        *self
+            .data_share
+            .get_or_init(|| self.m.data_share(self.span()))
     }
 
-    /// Mean logged forward time over the recent timing blocks.
-    pub fn forward_ms(&self) -> Option<f64> {
-        self.m.stages.recent_forward.mean_last(self.steps())
+    /// Where the recent steps' time goes (Model::step_breakdown over the window).
+    pub fn breakdown(&self) -> &Breakdown {
+        self.breakdown
+            .get_or_init(|| self.m.step_breakdown(self.span()))
     }
 
-    /// Mean time per step that no log accounts for (backward, optimizer, sync).
-    pub fn unlogged_ms(&self) -> Option<f64> {
-        match self.m.stages.recent_unlogged.mean_last(self.steps()) {
-            Some(ms) => Some(ms),
-            None => self.m.unlogged_ms(),
-        }
-    }
-
-    /// Top-level stages with their recent mean and share of the forward, largest first.
-    pub fn stage_shares(&self) -> Vec<(&'a str, f64, f64)> {
-        let n = self.steps();
-        let mut shares: Vec<(&str, f64, f64)> = self
-            .m
-            .stages
-            .by_name
-            .iter()
-            .filter(|s| s.depth == 0)
-            .filter_map(|s| Some((s.name.as_str(), s.recent.mean_last(n)?, 0.0)))
-            .collect();
-        let total: f64 = shares.iter().map(|s| s.1).sum();
-        if total <= 0.0 {
-            return Vec::new();
-        }
-        for s in &mut shares {
-            s.2 = s.1 / total;
-        }
-        shares.sort_by(|a, b| b.2.total_cmp(&a.2));
-        shares
+    /// The finest forward pieces with their recent mean and share of the forward, largest
+    /// first.
+    pub fn stage_shares(&self) -> Vec<(String, f64, f64)> {
+        self.m.stage_shares(self.span())
     }
 
     /// The recent cache hit rate (0-1).
@@ -249,6 +230,23 @@ impl<'a> View<'a> {
         self.latest()?.host.as_ref()
     }
 
+    /// The memory monitor's latest readings in the log, oldest first: evidence for the
+    /// memory rules when there are no probe readings.
+    pub fn log_memory(&self) -> impl Iterator<Item = &'a LogMemory> + 'a {
+        let skip = self.m.log_memory.len().saturating_sub(LOG_MEMORY_TREND);
+        self.m.log_memory.iter().skip(skip)
+    }
+
+    /// Least-squares slope of `f` over the log's latest memory readings, per second of log
+    /// time; None without a spread of times.
+    pub fn log_memory_slope(&self, f: impl Fn(&HostMemRecord) -> Option<f64>) -> Option<f64> {
+        let points: Vec<(f64, f64)> = self
+            .log_memory()
+            .filter_map(|r| Some((r.time, f(&r.reading)?)))
+            .collect();
+        slope(&points)
+    }
+
     /// Least-squares slope of `f` over the window's samples, per second.
     pub fn slope(&self, f: impl Fn(&Sample) -> Option<f64>) -> Option<f64> {
         let points: Vec<(f64, f64)> = self
@@ -258,6 +256,9 @@ impl<'a> View<'a> {
         slope(&points)
     }
 }
+
+/// Memory monitor readings a trend is fitted over: a log prints one every few dozen steps.
+const LOG_MEMORY_TREND: usize = 8;
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values

@@ -6,6 +6,8 @@
 use serde::Serialize;
 
 use crate::diagnose::{Alert, Change, ChangeKind, Severity};
+use crate::display::{self, Tabs};
+use crate::model::breakdown::Over;
 use crate::monitor::Monitor;
 use crate::units::{clock, ms, num, pct};
 
@@ -81,7 +83,7 @@ impl Status {
             total_steps: g.total.or(m.facts.total_steps),
             samples_per_s: g.samples_per_s.recent(window).map(|s| s.p50),
             step_time_ms: g.step_time_ms.recent(window).map(|s| s.p50),
-            data_share: g.recent_data_share(window),
+            data_share: m.data_share(Over::Recent(window)),
             gpu_util: (!gpus.is_empty())
                 .then(|| gpus.iter().sum::<f64>() / gpus.len() as f64 / 100.0),
             verdict: verdict.map(|a| a.rule.to_string()),
@@ -179,7 +181,11 @@ pub fn alert_text(c: &Change, a: &Alert, origin: &Origin) -> String {
     }
     if let Some(file) = &origin.file {
         let name = file.rsplit('/').next().unwrap_or(file);
-        out.push_str(&format!(" [{name}:{}]", origin.line.unwrap_or(0)));
+        out.push_str(&format!(
+            " [{}:{}]",
+            one_line(name),
+            origin.line.unwrap_or(0)
+        ));
     }
     out
 }
@@ -244,11 +250,14 @@ fn step(s: Option<u64>) -> String {
 }
 
 /// Text on one line with no control characters: a line break in a title or in quoted log text
-/// must not break the one-line-per-change promise.
+/// must not break the one-line-per-change promise. Invisible characters are shown escaped
+/// (`display::shown`); a tab is one space, as the text sits mid-line.
 fn one_line(s: &str) -> String {
-    s.chars()
+    let flat = s
+        .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+        .collect();
+    display::shown_owned(flat, Tabs::Space)
 }
 
 fn json<T: Serialize>(v: &T) -> String {
@@ -315,5 +324,27 @@ mod tests {
         assert!(!line.chars().any(char::is_control), "{line:?}");
         assert!(line.starts_with("2023-11-29 02:19:30  step 120  RAISED    warn input_bound"));
         assert!(line.contains("(gain 43.0%)") && line.contains("fix: raise num_workers"));
+    }
+
+    #[test]
+    fn invisible_characters_are_escaped_in_text_and_kept_in_json() {
+        let (c, mut a) = change();
+        a.title = "VRT Stage\u{202e}8\u{200b} takes 33% of the forward".into();
+        let origin = Origin {
+            file: Some("/runs/\u{202e}gol.txt".into()),
+            line: Some(9),
+            ..Origin::default()
+        };
+        let text = alert_text(&c, &a, &origin);
+        assert!(
+            text.contains("VRT Stage\\u{202e}8\\u{200b} takes 33%"),
+            "{text}"
+        );
+        assert!(text.ends_with("[\\u{202e}gol.txt:9]"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&alert_json(&c, &a, &origin)).unwrap();
+        assert_eq!(
+            json["title"],
+            "VRT Stage\u{202e}8\u{200b} takes 33% of the forward"
+        );
     }
 }

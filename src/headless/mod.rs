@@ -119,7 +119,10 @@ impl Sink {
             };
             match inbox.recv_timeout(wait) {
                 Ok(msg) => {
-                    last_msg = Instant::now();
+                    // Quiet means no log line: the sampler's readings come every second.
+                    if matches!(msg, Msg::Line { .. }) {
+                        last_msg = Instant::now();
+                    }
                     if let Some(end) = self.handle(mon, msg)? {
                         if self.opts.replay {
                             mon.model.finish();

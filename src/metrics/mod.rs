@@ -18,6 +18,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::diagnose::rules::RULES;
 use crate::diagnose::{ChangeKind, Severity};
+use crate::model::breakdown::Over;
 use crate::monitor::Monitor;
 
 /// The latest exposition, shared between the loop that writes it and the scrapers.
@@ -197,7 +198,7 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
         "data_wait",
         "Share of step time spent waiting for data, recent window",
         ratio(),
-        g.recent_data_share(w),
+        m.data_share(Over::Recent(w)),
     );
     let p50 = |x: &crate::model::run::Metric| x.recent(w).map(|s| s.p50);
     out.gauge(
@@ -234,22 +235,29 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
     );
     out.family(
         "stage_time",
-        "Forward stage time, recent median",
+        "Forward stage time, recent mean",
         Some(Unit::Seconds),
         m.stages
             .by_name
             .iter()
             .filter_map(|s| {
-                let v = s.recent.last_n(w)?.p50;
+                let v = s.mean(Over::Recent(w))?;
                 Some((vec![("stage", s.name.clone())], secs(v)))
             })
             .collect(),
     );
+    let b = m.step_breakdown(Over::Recent(w));
+    out.gauge(
+        "forward_time",
+        "Forward time as the timing log gives it, recent mean",
+        Some(Unit::Seconds),
+        b.forward_ms.map(secs),
+    );
     out.gauge(
         "unlogged_time",
-        "Step time no stage accounts for (backward, optimizer), recent median",
+        "Step time no log line accounts for (backward, optimizer), recent mean",
         Some(Unit::Seconds),
-        m.stages.recent_unlogged.last_n(w).map(|s| secs(s.p50)),
+        b.unlogged_ms.map(secs),
     );
     out.family(
         "rank_step",

@@ -2,11 +2,13 @@
 //! no clock of its own, so the same records always give the same model.
 
 pub mod batch;
+pub mod breakdown;
 pub mod cache;
 pub mod hardware;
 pub mod run;
 pub mod stages;
 pub mod timeline;
+pub mod timing;
 pub mod window;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -68,6 +70,19 @@ pub struct EventEntry {
     pub text: String,
 }
 
+/// One memory monitor reading of the log, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogMemory {
+    pub time: f64,
+    pub step: Option<u64>,
+    pub line: u64,
+    pub source: usize,
+    pub reading: HostMemRecord,
+}
+
+/// Memory monitor readings kept: a trend needs a few dozen.
+const LOG_MEMORY_KEPT: usize = 128;
+
 /// Events kept in full; later ones are only counted, so memory stays bounded.
 const EVENTS_KEPT: usize = 200;
 /// The latest events kept with the step they came at, for rules that count recent ones.
@@ -90,6 +105,22 @@ pub struct Model {
     pub batches: Batches,
     pub facts: Facts,
     pub summary: SummaryRecord,
+    /// The memory monitor's readings (`[Step N] Memory - Process: ..., System: ...`), oldest
+    /// first, bounded: evidence for the memory rules when there are no probe readings.
+    pub log_memory: VecDeque<LogMemory>,
+    /// Step records from step lines, and progress marks (`[Step N]` prefixes) taken as steps
+    /// while there were none.
+    pub line_steps: u64,
+    pub marks: u64,
+    /// Whether a step line gave a step time, or a data time: then timing blocks' whole-step
+    /// totals are not taken as step times too.
+    line_step_times: bool,
+    line_data_times: bool,
+    /// Whether any record carried a real time (the log's own or an arrival).
+    real_time: bool,
+    /// The step times derived so far, added up once per step: a clock for logs that have
+    /// neither timestamps nor logged step times (only rates).
+    step_clock_s: f64,
     pub last_time: Option<f64>,
     pub hardware: Hardware,
     pub timeline: Timeline,
@@ -180,6 +211,13 @@ impl Model {
             batches: Batches::default(),
             facts: Facts::default(),
             summary: SummaryRecord::default(),
+            log_memory: VecDeque::new(),
+            line_steps: 0,
+            marks: 0,
+            line_step_times: false,
+            line_data_times: false,
+            real_time: false,
+            step_clock_s: 0.0,
             last_time: None,
             hardware: Hardware::default(),
             timeline: Timeline::default(),
@@ -191,13 +229,60 @@ impl Model {
     pub fn apply(&mut self, stamp: &Stamp, rec: Record) {
         let t = stamp.time;
         self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
+        self.real_time |= stamp.real_time;
         match rec {
-            Record::Step(s) => self.step(stamp, &s),
-            Record::Stage(s) => self.stages.stage(s, t),
-            Record::StageTotal { ms, step } => self.stages.total(ms, step, t),
-            Record::StageBlockStart { step } => self.stages.block_start(step, t),
+            Record::Step(s) => {
+                if self.line_steps == 0 && self.marks > 0 {
+                    // Step lines after all: the marks were only standing in for them. What
+                    // was measured (step times of whole-step totals) stays.
+                    for r in self.ranks.values_mut() {
+                        r.forget_progress();
+                    }
+                    self.merged.forget_progress();
+                }
+                self.line_steps += 1;
+                self.line_step_times |= s.step_time_ms.is_some() || s.iters_per_s.is_some();
+                self.line_data_times |= s.data_time_ms.is_some();
+                self.step(stamp, &s);
+            }
+            Record::Stage(s) => {
+                if let Some(step) = s.step {
+                    self.mark(stamp, step);
+                }
+                self.stages.stage(s, stamp);
+            }
+            Record::StageTotal { name, ms, step } => {
+                self.stages.total(name, ms, step, stamp);
+            }
+            Record::StageBlockStart { step } => {
+                if let Some(step) = step {
+                    self.mark(stamp, step);
+                }
+                self.stages.block_start(step, stamp);
+            }
+            Record::StepMark { step } => self.mark(stamp, step),
             Record::Cache(c) => self.cache.apply(&c, t),
-            Record::HostMem(m) => self.host_mem = Some(m),
+            Record::HostMem(m) => {
+                if let Some(step) = m.step {
+                    self.mark(stamp, step);
+                }
+                if m.system_used_mb.is_some() || m.process_mb.is_some() {
+                    if self.log_memory.len() == LOG_MEMORY_KEPT {
+                        self.log_memory.pop_front();
+                    }
+                    let time = self.clock();
+                    self.log_memory.push_back(LogMemory {
+                        time,
+                        step: m.step.or(self.merged.last_step),
+                        line: stamp.line,
+                        source: stamp.source,
+                        reading: m.clone(),
+                    });
+                }
+                self.host_mem = Some(m);
+            }
+            // Lines with impossible figures never reach the model (feed.rs): nothing to do.
+            Record::Rejected { .. } => {}
             Record::Event { kind, text } => {
                 if matches!(
                     kind,
@@ -227,6 +312,50 @@ impl Model {
                 keep_latest(&mut self.summary.steps_per_s, s.steps_per_s);
                 keep_latest(&mut self.summary.loss, s.loss);
             }
+        }
+        if !self.stages.closed.is_empty() {
+            self.block_steps();
+        }
+    }
+
+    /// The run's time in seconds: the logs' own times (or arrivals) when they have them, else
+    /// the derived step times added up. Log readings are placed on it.
+    pub fn clock(&self) -> f64 {
+        if self.real_time {
+            self.last_time.unwrap_or(0.0)
+        } else {
+            self.step_clock_s
+        }
+    }
+
+    /// A line that names its step (`[Step N]`) is progress while no step line tells it: a
+    /// log of memory monitor and timing lines alone still moves.
+    fn mark(&mut self, stamp: &Stamp, step: u64) {
+        if self.line_steps > 0 || self.merged.last_step.is_some_and(|l| l == step) {
+            return;
+        }
+        self.marks += 1;
+        let rec = StepRecord {
+            step: Some(step),
+            ..StepRecord::default()
+        };
+        self.step(stamp, &rec);
+    }
+
+    /// Whole-step totals of the blocks just closed, as step times (and their itemised data
+    /// waits as data times) while no step line gives them.
+    fn block_steps(&mut self) {
+        for b in std::mem::take(&mut self.stages.closed) {
+            if self.line_step_times {
+                continue;
+            }
+            let data = b.data_ms.filter(|_| !self.line_data_times);
+            let window = self.cfg.window_steps;
+            self.ranks
+                .entry(b.rank)
+                .or_insert_with(|| RankState::new(window))
+                .push_times(b.time, b.step_ms, data);
+            self.merged.push_times(b.time, b.step_ms, data);
         }
     }
 
@@ -258,6 +387,14 @@ impl Model {
         let mut d = rank.derive(s, stamp.time, stamp.real_time, batch);
         if d.total.is_none() && d.step.is_some() {
             d.total = self.facts.total_steps;
+        }
+        // Each step once, whichever rank logged it first.
+        let new_step = match (d.step, self.merged.last_step) {
+            (Some(step), Some(last)) => step > last,
+            _ => true,
+        };
+        if new_step && let Some(ms) = d.step_time_ms {
+            self.step_clock_s += ms / 1000.0;
         }
         let recent = &self.merged.step_time_ms.recent;
         self.timeline.step(
@@ -291,9 +428,10 @@ impl Model {
         self.log.push(source, line, text, records);
     }
 
-    /// Call at the end of input: closes a timing block that had no total line.
+    /// Call at the end of input: closes the timing blocks that had no total line.
     pub fn finish(&mut self) {
-        self.stages.close();
+        self.stages.finish();
+        self.block_steps();
     }
 
     /// Steps since the latest event of one of `kinds`, and that event's step; None if there
@@ -319,17 +457,6 @@ impl Model {
             .iter()
             .filter(|(k, at)| *k == kind && at.is_none_or(|a| now.saturating_sub(a) <= steps))
             .count()
-    }
-
-    /// Mean unlogged time per step: from steps matched with their timing block, else from the
-    /// run's means (step minus data minus forward).
-    pub fn unlogged_ms(&self) -> Option<f64> {
-        if let Some(m) = self.stages.unlogged_ms.mean() {
-            return Some(m);
-        }
-        let step = self.merged.step_time_ms.run.mean()?;
-        let data = self.merged.data_time_ms.run.mean().unwrap_or(0.0);
-        Some((step - data - self.stages.forward_ms.mean()?).max(0.0))
     }
 }
 

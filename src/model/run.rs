@@ -199,6 +199,34 @@ impl RankState {
         keep_latest(&mut self.batch_size, d.batch_size);
     }
 
+    /// Forgets how far the rank got and how many steps it logged, keeping what was measured:
+    /// progress marks stood in for step lines that turned up after all.
+    pub fn forget_progress(&mut self) {
+        self.records = 0;
+        self.first_step = None;
+        self.last_step = None;
+        self.last_stamp = None;
+    }
+
+    /// A step time (and data wait) a timing block's whole-step total gave, for a log whose
+    /// step lines give none: no step record of its own, its figures only.
+    pub fn push_times(&mut self, t: f64, step_ms: f64, data_ms: Option<f64>) {
+        self.last_time = Some(t);
+        self.step_time_ms.push(t, step_ms);
+        let n = self.step_time_ms.run.count();
+        if n < 64 || n.is_multiple_of(64) {
+            self.step_median_ms = self.step_time_ms.run.quantile(0.5);
+        }
+        if step_ms > 0.0 {
+            self.iters_per_s.push(t, 1000.0 / step_ms);
+        }
+        if let Some(data) = data_ms {
+            self.data_time_ms.push(t, data);
+            self.paired_data_ms.push(t, data);
+            self.paired_step_ms.push(t, step_ms);
+        }
+    }
+
     /// Share of step time spent waiting for data, over the whole run.
     pub fn data_share(&self) -> Option<f64> {
         let step = self.paired_step_ms.run.sum();

@@ -1,21 +1,31 @@
-//! Forward stages from timing logs: blocks of stage lines assembled into one forward pass each,
-//! per-stage cost and trend, and the match of each block with its step so that the time no log
-//! accounts for (backward, optimizer, sync) can be measured.
+//! Timing blocks: the lines of each block gathered (per file: a header, a repeated label or a
+//! total ends one), read through timing.rs (its tree, its forward, what its total is), and
+//! folded into per-stage and per-part cost over the run and recently; each block is matched
+//! with its step so that the time no log accounts for (backward, optimizer, sync) is measured.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
 
+use super::Stamp;
+use super::breakdown::Over;
+use super::timing::{self, Line, Place, Structure, TotalIs};
 use super::window::{Rolling, RunStats};
+use crate::parse::labels::{self, Role};
 use crate::parse::record::StageRecord;
 
 /// Blocks that count towards a stage's baseline (after the warm-up ones).
 const BASELINE_BLOCKS: u64 = 20;
 const WARMUP_BLOCKS: u64 = 2;
 
-/// One stage's cost over the run.
+/// One piece of the forward, over the run.
 #[derive(Clone, Debug)]
 pub struct StageStats {
     pub name: String,
+    /// Levels below the forward (0: a direct part of it).
     pub depth: u8,
+    /// It has no parts of its own in the latest block: the finest piece the log times.
+    pub leaf: bool,
     /// The name says the stage times a host-to-device copy (`H2D`, `to_device`, `copy`...).
     pub copies: bool,
     pub ms: RunStats,
@@ -25,6 +35,14 @@ pub struct StageStats {
 }
 
 impl StageStats {
+    /// Mean cost over `span`'s blocks.
+    pub fn mean(&self, span: Over) -> Option<f64> {
+        match span {
+            Over::Run => self.ms.mean(),
+            Over::Recent(n) => self.recent.mean_last(n),
+        }
+    }
+
     /// Recent mean against the run's own early mean (1.0 = unchanged).
     pub fn trend(&self, window: usize) -> Option<f64> {
         if self.blocks < WARMUP_BLOCKS + BASELINE_BLOCKS {
@@ -34,47 +52,22 @@ impl StageStats {
     }
 }
 
-/// Words in a stage name that mean it times a host-to-device copy.
-const COPY_WORDS: [&str; 6] = [
-    "h2d",
-    "to_device",
-    "todevice",
-    "copy",
-    "transfer",
-    "to_cuda",
-];
-
-fn copies(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    COPY_WORDS.iter().any(|w| name.contains(w))
+/// A logged part of the step outside the forward: the data wait, the loss, the backward, the
+/// optimizer, a copy, or another named piece.
+#[derive(Clone, Debug)]
+pub struct PartStats {
+    pub name: String,
+    pub role: Role,
+    pub ms: RunStats,
+    pub recent: Rolling,
 }
 
-/// A forward pass as a timing log printed it.
-#[derive(Clone, Debug, Default)]
-struct Block {
-    step: Option<u64>,
-    time: f64,
-    stages: Vec<StageRecord>,
-    total: Option<f64>,
-}
-
-impl Block {
-    /// The forward time: the top-level stages, or the logged total when it is the forward and
-    /// not a sum of parents and children together.
-    fn forward_ms(&self) -> Option<f64> {
-        let top: f64 = self
-            .stages
-            .iter()
-            .filter(|s| s.depth == 0)
-            .map(|s| s.ms)
-            .sum();
-        let all: f64 = self.stages.iter().map(|s| s.ms).sum();
-        let nested = self.stages.iter().any(|s| s.depth > 0);
-        match self.total {
-            Some(t) if nested && (t - all).abs() <= 0.01 * t.max(1e-9) => Some(top),
-            Some(t) => Some(t),
-            None if self.stages.is_empty() => None,
-            None => Some(top),
+impl PartStats {
+    /// Mean cost over `span`'s blocks.
+    pub fn mean(&self, span: Over) -> Option<f64> {
+        match span {
+            Over::Run => self.ms.mean(),
+            Over::Recent(n) => self.recent.mean_last(n),
         }
     }
 }
@@ -87,27 +80,81 @@ pub struct StepFacts {
     pub data_ms: f64,
 }
 
+/// A step time a block's total gave (its total is the whole step), for the model to use when
+/// no step line times the steps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockStep {
+    pub step: Option<u64>,
+    pub time: f64,
+    pub rank: u32,
+    pub step_ms: f64,
+    pub data_ms: Option<f64>,
+}
+
+/// The figures of a closed block that wait for its step.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    forward_ms: Option<f64>,
+    step_ms: Option<f64>,
+    data_ms: Option<f64>,
+    other_ms: f64,
+}
+
+/// A block being gathered.
+#[derive(Clone, Debug)]
+struct Block {
+    step: Option<u64>,
+    time: f64,
+    rank: u32,
+    lines: Vec<Line>,
+    has_total: bool,
+}
+
 /// How many recent steps and unmatched blocks are kept for matching: memory stays bounded.
 const MATCH_KEEP: usize = 4096;
+/// Block layouts (label sequences) remembered with their structures; further ones are read
+/// afresh each time.
+const LAYOUTS_KEPT: usize = 64;
+/// Structures one layout keeps with their votes.
+const CANDIDATES: usize = 4;
+/// Labels whose meaning is remembered.
+const ROLES_KEPT: usize = 4096;
 
-/// All forward-stage state.
+/// All timing-block state.
 #[derive(Clone, Debug)]
 pub struct Stages {
+    /// Pieces of the forward, in the order first seen.
     pub by_name: Vec<StageStats>,
     index: HashMap<String, usize>,
+    /// Parts outside the forward, in the order first seen.
+    pub parts: Vec<PartStats>,
+    part_index: HashMap<String, usize>,
     pub forward_ms: RunStats,
     pub recent_forward: Rolling,
-    /// Step time minus data time minus forward time, for blocks matched with their step.
+    /// Per block: the logged parts outside the forward besides the data wait.
+    pub other_ms: RunStats,
+    pub recent_other: Rolling,
+    /// Step time minus data, forward and the other logged parts, for blocks matched with
+    /// their step (or whose total is the step).
     pub unlogged_ms: RunStats,
     pub recent_unlogged: Rolling,
     pub blocks: u64,
     /// The step of the block closed last, when it named one.
     pub last_closed: Option<u64>,
+    /// How the blocks' totals were read: how often each way, with its latest sentence.
+    pub readings: Vec<(TotalIs, u64, String)>,
+    /// Step times from whole-step totals since the model last took them.
+    pub closed: Vec<BlockStep>,
     window: usize,
-    open: Option<Block>,
+    /// The open block of each file.
+    open: Vec<(usize, Block)>,
+    /// Per file: whether its total comes first in a block (else last), once seen.
+    total_first: Vec<(usize, bool)>,
+    layouts: HashMap<u64, Vec<(Structure, u64)>>,
+    roles: HashMap<String, Role>,
     steps: BTreeMap<u64, StepFacts>,
     steps_by_time: VecDeque<(f64, StepFacts)>,
-    pending: VecDeque<(u64, f64)>,
+    pending: VecDeque<(u64, Figures)>,
 }
 
 impl Stages {
@@ -115,111 +162,300 @@ impl Stages {
         Stages {
             by_name: Vec::new(),
             index: HashMap::new(),
+            parts: Vec::new(),
+            part_index: HashMap::new(),
             forward_ms: RunStats::default(),
             recent_forward: Rolling::new(window),
+            other_ms: RunStats::default(),
+            recent_other: Rolling::new(window),
             unlogged_ms: RunStats::default(),
             recent_unlogged: Rolling::new(window),
             blocks: 0,
             last_closed: None,
+            readings: Vec::new(),
+            closed: Vec::new(),
             window,
-            open: None,
+            open: Vec::new(),
+            total_first: Vec::new(),
+            layouts: HashMap::new(),
+            roles: HashMap::new(),
             steps: BTreeMap::new(),
             steps_by_time: VecDeque::new(),
             pending: VecDeque::new(),
         }
     }
 
-    /// A `[Step N]` header: closes the open block and opens one for step N.
-    pub fn block_start(&mut self, step: Option<u64>, t: f64) {
-        self.close();
-        self.open = Some(Block {
-            step,
-            time: t,
-            ..Block::default()
-        });
+    /// A `[Step N]` header: closes the file's open block and opens one for step N.
+    pub fn block_start(&mut self, step: Option<u64>, at: &Stamp) {
+        self.close(at.source);
+        self.open.push((at.source, block(step, at)));
     }
 
-    pub fn stage(&mut self, s: StageRecord, t: f64) {
-        let starts_new = match &self.open {
+    /// A stage line. A label the open block already has at its outermost indentation, or
+    /// another step number, begins the next block.
+    pub fn stage(&mut self, s: StageRecord, at: &Stamp) {
+        let line = Line {
+            role: self.role(&s.name),
+            name: s.name,
+            ms: s.ms,
+            share_pct: s.share_pct,
+            indent: s.depth,
+        };
+        let starts_new = match self.open_of(at.source) {
             None => true,
             Some(b) => {
                 (s.step.is_some() && b.step.is_some() && s.step != b.step)
-                    || (s.depth == 0 && b.stages.iter().any(|o| o.depth == 0 && o.name == s.name))
+                    || (line.indent == 0
+                        && b.lines.iter().any(|o| o.indent == 0 && o.name == line.name))
             }
         };
         if starts_new {
-            self.close();
-            self.open = Some(Block {
-                step: s.step,
-                time: t,
-                ..Block::default()
-            });
+            self.close(at.source);
+            self.open.push((at.source, block(s.step, at)));
         }
-        if let Some(b) = &mut self.open {
-            b.stages.push(s);
+        if let Some(b) = self.open_mut(at.source) {
+            b.lines.push(line);
         }
     }
 
-    pub fn total(&mut self, ms: f64, step: Option<u64>, t: f64) {
-        let b = self.open.get_or_insert_with(|| Block {
-            step,
-            time: t,
-            ..Block::default()
-        });
-        b.total = Some(ms);
-        self.close();
+    /// A total line. It ends its block when the file prints totals last, and begins one when
+    /// it prints them first (learnt from the first total: one that finds no lines before it
+    /// in its block comes first).
+    pub fn total(&mut self, name: String, ms: f64, step: Option<u64>, at: &Stamp) {
+        let line = Line {
+            role: self.role(&name),
+            name,
+            ms,
+            share_pct: None,
+            indent: 0,
+        };
+        let first = self
+            .total_first
+            .iter()
+            .find(|(s, _)| *s == at.source)
+            .map(|(_, f)| *f);
+        let open = self
+            .open_of(at.source)
+            .map(|b| (b.lines.is_empty(), b.has_total));
+        match open {
+            Some((false, false)) if first != Some(true) => {
+                self.learn_order(at.source, false);
+                if let Some(b) = self.open_mut(at.source) {
+                    b.lines.push(line);
+                }
+                self.close(at.source);
+            }
+            Some((true, _)) => {
+                self.learn_order(at.source, true);
+                if let Some(b) = self.open_mut(at.source) {
+                    b.lines.push(line);
+                    b.has_total = true;
+                }
+            }
+            _ => {
+                self.close(at.source);
+                if first.is_none() {
+                    self.learn_order(at.source, true);
+                }
+                let mut b = block(step, at);
+                b.lines.push(line);
+                b.has_total = true;
+                self.open.push((at.source, b));
+            }
+        }
     }
 
-    /// Ends the open block (at a header, a total, or the end of input).
-    pub fn close(&mut self) {
-        let Some(b) = self.open.take() else { return };
-        let Some(forward) = b.forward_ms() else {
+    /// Ends every open block (at the end of input).
+    pub fn finish(&mut self) {
+        let sources: Vec<usize> = self.open.iter().map(|(s, _)| *s).collect();
+        for s in sources {
+            self.close(s);
+        }
+    }
+
+    fn learn_order(&mut self, source: usize, first: bool) {
+        if !self.total_first.iter().any(|(s, _)| *s == source) {
+            self.total_first.push((source, first));
+        }
+    }
+
+    fn open_of(&self, source: usize) -> Option<&Block> {
+        self.open.iter().find(|(s, _)| *s == source).map(|(_, b)| b)
+    }
+
+    fn open_mut(&mut self, source: usize) -> Option<&mut Block> {
+        self.open
+            .iter_mut()
+            .find(|(s, _)| *s == source)
+            .map(|(_, b)| b)
+    }
+
+    /// What a label means, remembered: blocks repeat their labels.
+    fn role(&mut self, name: &str) -> Role {
+        if let Some(r) = self.roles.get(name) {
+            return *r;
+        }
+        let r = labels::role(name);
+        if self.roles.len() < ROLES_KEPT {
+            self.roles.insert(name.to_string(), r);
+        }
+        r
+    }
+
+    /// Closes the open block of file `source`, if any, and folds it in.
+    fn close(&mut self, source: usize) {
+        let Some(i) = self.open.iter().position(|(s, _)| *s == source) else {
             return;
         };
+        let (_, b) = self.open.swap_remove(i);
+        if b.lines.is_empty() {
+            return;
+        }
+        let structure = self.structure(&b.lines);
+        let r = timing::read(&b.lines, &structure);
         self.blocks += 1;
         self.last_closed = b.step;
-        let n = self.blocks;
-        self.forward_ms.push(forward);
-        self.recent_forward.push(b.time, forward);
-        for s in b.stages {
-            let i = match self.index.get(&s.name) {
-                Some(&i) => i,
-                None => {
-                    self.by_name.push(StageStats {
-                        copies: copies(&s.name),
-                        name: s.name.clone(),
-                        depth: s.depth,
-                        ms: RunStats::default(),
-                        recent: Rolling::new(self.window),
-                        baseline: RunStats::default(),
-                        blocks: 0,
-                    });
-                    self.index.insert(s.name, self.by_name.len() - 1);
-                    self.by_name.len() - 1
+        if let Some(note) = &r.note {
+            match self.readings.iter_mut().find(|(t, ..)| *t == r.total) {
+                Some(entry) => {
+                    entry.1 += 1;
+                    entry.2.clone_from(note);
                 }
-            };
-            let st = &mut self.by_name[i];
-            st.blocks += 1;
-            st.ms.push(s.ms);
-            st.recent.push(b.time, s.ms);
-            if (WARMUP_BLOCKS..WARMUP_BLOCKS + BASELINE_BLOCKS).contains(&(n - 1)) {
-                st.baseline.push(s.ms);
+                None => self.readings.push((r.total, 1, note.clone())),
             }
+        }
+        if let Some(f) = r.forward_ms {
+            self.forward_ms.push(f);
+            self.recent_forward.push(b.time, f);
+        }
+        self.other_ms.push(r.other_ms);
+        self.recent_other.push(b.time, r.other_ms);
+        let mut has_parts = vec![false; b.lines.len()];
+        for (p, _) in structure.parent.iter().flatten() {
+            has_parts[*p] = true;
+        }
+        let n = self.blocks;
+        for (i, line) in b.lines.iter().enumerate() {
+            match r.place[i] {
+                Place::InForward(depth) => {
+                    self.push_stage(line, depth, !has_parts[i], b.time, n);
+                }
+                Place::Outside => self.push_part(line, b.time),
+                Place::Forward | Place::Total | Place::Below => {}
+            }
+        }
+        let fig = Figures {
+            forward_ms: r.forward_ms,
+            step_ms: r.step_ms,
+            data_ms: r.data_ms,
+            other_ms: r.other_ms,
+        };
+        if let Some(step_ms) = r.step_ms {
+            self.closed.push(BlockStep {
+                step: b.step,
+                time: b.time,
+                rank: b.rank,
+                step_ms,
+                data_ms: r.data_ms,
+            });
         }
         let facts = match b.step {
             Some(step) => self.steps.get(&step).copied(),
             None => self.step_at(b.time),
         };
+        // A block whose total is the step needs no step line.
+        let complete = fig.step_ms.is_some();
         match (facts, b.step) {
-            (Some(f), _) => self.record_unlogged(f, forward),
-            (None, Some(step)) => {
+            (Some(f), _) => self.settle(fig, Some(f), f.time),
+            (None, Some(step)) if !complete => {
                 if self.pending.len() == MATCH_KEEP {
                     self.pending.pop_front();
                 }
-                self.pending.push_back((step, forward));
+                self.pending.push_back((step, fig));
             }
-            (None, None) => {}
+            (None, _) => self.settle(fig, None, b.time),
         }
+    }
+
+    /// The structure to read `lines` with: the one their layout's earlier blocks voted for
+    /// when it fits these numbers too, else their own.
+    fn structure(&mut self, lines: &[Line]) -> Structure {
+        let mut h = DefaultHasher::new();
+        for l in lines {
+            (&l.name, l.indent, l.role, l.share_pct.is_some()).hash(&mut h);
+        }
+        let key = h.finish();
+        if !self.layouts.contains_key(&key) && self.layouts.len() >= LAYOUTS_KEPT {
+            return timing::structure(lines);
+        }
+        let candidates = self.layouts.entry(key).or_default();
+        let leader = candidates
+            .iter_mut()
+            .enumerate()
+            .max_by(|a, b| a.1.1.cmp(&b.1.1).then(b.0.cmp(&a.0)))
+            .map(|(_, c)| c);
+        if let Some((s, votes)) = leader
+            && timing::fits(s, lines)
+        {
+            *votes += 1;
+            return s.clone();
+        }
+        let own = timing::structure(lines);
+        if let Some((_, votes)) = candidates.iter_mut().find(|(s, _)| *s == own) {
+            *votes += 1;
+        } else if candidates.len() < CANDIDATES {
+            candidates.push((own.clone(), 1));
+        } else if let Some(least) = candidates.iter_mut().min_by_key(|(_, v)| *v) {
+            *least = (own.clone(), 1);
+        }
+        own
+    }
+
+    fn push_stage(&mut self, line: &Line, depth: u8, leaf: bool, t: f64, n: u64) {
+        let i = match self.index.get(&line.name) {
+            Some(&i) => i,
+            None => {
+                self.by_name.push(StageStats {
+                    copies: line.role == Role::Copy,
+                    name: line.name.clone(),
+                    depth,
+                    leaf,
+                    ms: RunStats::default(),
+                    recent: Rolling::new(self.window),
+                    baseline: RunStats::default(),
+                    blocks: 0,
+                });
+                self.index.insert(line.name.clone(), self.by_name.len() - 1);
+                self.by_name.len() - 1
+            }
+        };
+        let st = &mut self.by_name[i];
+        st.leaf = leaf;
+        st.blocks += 1;
+        st.ms.push(line.ms);
+        st.recent.push(t, line.ms);
+        if (WARMUP_BLOCKS..WARMUP_BLOCKS + BASELINE_BLOCKS).contains(&(n - 1)) {
+            st.baseline.push(line.ms);
+        }
+    }
+
+    fn push_part(&mut self, line: &Line, t: f64) {
+        let i = match self.part_index.get(&line.name) {
+            Some(&i) => i,
+            None => {
+                self.parts.push(PartStats {
+                    name: line.name.clone(),
+                    role: line.role,
+                    ms: RunStats::default(),
+                    recent: Rolling::new(self.window),
+                });
+                self.part_index
+                    .insert(line.name.clone(), self.parts.len() - 1);
+                self.parts.len() - 1
+            }
+        };
+        self.parts[i].ms.push(line.ms);
+        self.parts[i].recent.push(t, line.ms);
     }
 
     /// A step's figures, to match blocks that came before or will come after it.
@@ -229,9 +465,9 @@ impl Stages {
                 return;
             }
             if let Some(i) = self.pending.iter().position(|(s, _)| *s == step)
-                && let Some((_, forward)) = self.pending.remove(i)
+                && let Some((_, fig)) = self.pending.remove(i)
             {
-                self.record_unlogged(f, forward);
+                self.settle(fig, Some(f), f.time);
             }
             self.steps.insert(step, f);
             if self.steps.len() > MATCH_KEEP {
@@ -251,13 +487,20 @@ impl Stages {
         (f.time - t <= f.step_ms / 1000.0 + 1.0).then_some(*f)
     }
 
-    fn record_unlogged(&mut self, f: StepFacts, forward: f64) {
-        let unlogged = (f.step_ms - f.data_ms - forward).max(0.0);
+    /// The unlogged time of a block: its step (its own total when that is the step, else its
+    /// step line's) less the data wait, the forward and the other logged parts.
+    fn settle(&mut self, fig: Figures, facts: Option<StepFacts>, time: f64) {
+        let Some(step) = fig.step_ms.or(facts.map(|f| f.step_ms)) else {
+            return;
+        };
+        let data = fig.data_ms.or(facts.map(|f| f.data_ms)).unwrap_or(0.0);
+        let unlogged = (step - data - fig.forward_ms.unwrap_or(0.0) - fig.other_ms).max(0.0);
         self.unlogged_ms.push(unlogged);
-        self.recent_unlogged.push(f.time, unlogged);
+        self.recent_unlogged.push(time, unlogged);
     }
 
-    /// Stages hottest first (by mean cost), top-level stages before their children at equal cost.
+    /// Forward stages hottest first (by mean cost), outer stages before their parts at equal
+    /// cost.
     pub fn hottest(&self) -> Vec<&StageStats> {
         let mut v: Vec<&StageStats> = self.by_name.iter().collect();
         v.sort_by(|a, b| {
@@ -265,6 +508,24 @@ impl Stages {
             mb.total_cmp(&ma).then(a.depth.cmp(&b.depth))
         });
         v
+    }
+
+    /// How most blocks' totals were read, as a sentence; None when no block had a total.
+    pub fn reading(&self) -> Option<&str> {
+        self.readings
+            .iter()
+            .max_by_key(|(_, n, _)| *n)
+            .map(|(_, _, s)| s.as_str())
+    }
+}
+
+fn block(step: Option<u64>, at: &Stamp) -> Block {
+    Block {
+        step,
+        time: at.time,
+        rank: at.rank,
+        lines: Vec::new(),
+        has_total: false,
     }
 }
 
@@ -282,30 +543,64 @@ mod tests {
         }
     }
 
+    fn at(source: usize) -> Stamp {
+        Stamp {
+            source,
+            ..Stamp::default()
+        }
+    }
+
     #[test]
     fn a_total_of_parents_and_children_is_not_the_forward() {
         let mut s = Stages::new(10);
-        s.block_start(Some(1), 0.0);
+        s.block_start(Some(1), &at(0));
         for r in [
             st("a", 10.0, 0),
             st("b", 90.0, 0),
             st("b.x", 60.0, 1),
             st("b.y", 30.0, 1),
         ] {
-            s.stage(r, 0.0);
+            s.stage(r, &at(0));
         }
-        s.total(190.0, Some(1), 0.0);
+        s.total("Total".into(), 190.0, Some(1), &at(0));
         assert_eq!(s.forward_ms.mean(), Some(100.0));
+        assert_eq!(s.readings[0].0, TotalIs::Nested);
     }
 
     #[test]
     fn a_real_total_is_the_forward() {
         let mut s = Stages::new(10);
         for r in [st("a", 10.0, 0), st("b", 80.0, 0)] {
-            s.stage(r, 0.0);
+            s.stage(r, &at(0));
         }
-        s.total(100.0, None, 0.0);
+        s.total("Total".into(), 100.0, None, &at(0));
         assert_eq!(s.forward_ms.mean(), Some(100.0));
+    }
+
+    #[test]
+    fn totals_first_begin_their_block() {
+        let mut s = Stages::new(10);
+        for _ in 0..3 {
+            s.total("Total".into(), 100.0, None, &at(0));
+            s.stage(st("a", 40.0, 0), &at(0));
+            s.stage(st("b", 60.0, 0), &at(0));
+        }
+        s.finish();
+        assert_eq!(s.blocks, 3);
+        assert_eq!(s.forward_ms.mean(), Some(100.0));
+        assert_eq!(s.by_name.len(), 2);
+    }
+
+    #[test]
+    fn two_files_keep_their_blocks_apart() {
+        let mut s = Stages::new(10);
+        s.stage(st("a", 10.0, 0), &at(0));
+        s.stage(st("a", 20.0, 0), &at(1));
+        s.stage(st("b", 10.0, 0), &at(0));
+        s.stage(st("b", 20.0, 0), &at(1));
+        s.finish();
+        assert_eq!(s.blocks, 2);
+        assert_eq!(s.forward_ms.quantile(0.5).map(f64::round), Some(20.0));
     }
 
     #[test]
@@ -319,17 +614,17 @@ mod tests {
                 data_ms: 0.0,
             },
         );
-        s.block_start(Some(1), 0.0);
-        s.stage(st("a", 1800.0, 0), 0.0);
-        s.block_start(Some(2), 0.0);
+        s.block_start(Some(1), &at(0));
+        s.stage(st("a", 1800.0, 0), &at(0));
+        s.block_start(Some(2), &at(0));
         s.stage(
             StageRecord {
                 step: Some(2),
                 ..st("a", 1800.0, 0)
             },
-            0.0,
+            &at(0),
         );
-        s.close();
+        s.finish();
         assert_eq!(s.unlogged_ms.count(), 1);
         s.step(
             Some(2),

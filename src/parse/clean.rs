@@ -32,6 +32,11 @@ const CP1252_HIGH: [char; 32] = [
 /// again as UTF-8 (`前向` becomes `å‰å‘`). Only a line that maps back to bytes and then
 /// decodes as UTF-8 with some non-ASCII text is repaired; real latin-1 text (`café`) is not
 /// valid UTF-8 once mapped back, so it stays as it is.
+///
+/// A copy that went through such a decode often lost the bytes cp1252 leaves undefined (0x81,
+/// 0x8d, 0x8f, 0x90, 0x9d) and the invisible soft hyphen (0xad): `前` comes back as `å‰`,
+/// one byte short. Such a line is repaired too when most of what it decodes to is whole
+/// characters; each broken one becomes `\u{fffd}`, which labels.rs matches as any character.
 fn repair_mojibake(text: &str) -> Option<String> {
     if text.is_ascii() {
         return None;
@@ -53,7 +58,87 @@ fn repair_mojibake(text: &str) -> Option<String> {
     if !high {
         return None;
     }
-    String::from_utf8(bytes).ok()
+    match String::from_utf8(bytes) {
+        Ok(fixed) => Some(fixed),
+        Err(e) => {
+            let (fixed, lost, whole) = decode_filling(e.as_bytes());
+            // A latin-1 word (`café`) never decodes to a whole character once mapped back,
+            // so it is never taken for mojibake.
+            (whole >= 1 && lost <= whole).then_some(fixed)
+        }
+    }
+}
+
+/// Bytes a cp1252 round trip loses: the five it leaves undefined, and the invisible soft
+/// hyphen that copies drop.
+const DROPPED: [u8; 6] = [0x81, 0x8d, 0x8f, 0x90, 0x9d, 0xad];
+
+/// Decodes UTF-8 that lost some bytes: a character one byte short is completed with the lost
+/// byte that makes it a character of the timing-label vocabulary (labels.rs), else it becomes
+/// `\u{fffd}`. Returns the text, the characters lost, and the multi-byte ones decoded.
+fn decode_filling(bytes: &[u8]) -> (String, usize, usize) {
+    let mut out = String::with_capacity(bytes.len());
+    let (mut lost, mut i) = (0, 0);
+    while i < bytes.len() {
+        let e = match std::str::from_utf8(&bytes[i..]) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => e,
+        };
+        let good = e.valid_up_to();
+        out.push_str(std::str::from_utf8(&bytes[i..i + good]).unwrap_or_default());
+        i += good;
+        let bad = e.error_len().unwrap_or(bytes.len() - i).max(1);
+        match complete(&bytes[i..i + bad]) {
+            Some(c) => out.push(c),
+            None => {
+                out.push('\u{fffd}');
+                lost += 1;
+            }
+        }
+        i += bad;
+    }
+    let whole = out
+        .chars()
+        .filter(|c| u32::from(*c) >= 0x80 && *c != '\u{fffd}')
+        .count();
+    (out, lost, whole)
+}
+
+/// The label character `part` (a lead byte and what is left of its sequence) was before one
+/// byte was lost, if exactly one lost byte at one place makes such a character.
+fn complete(part: &[u8]) -> Option<char> {
+    let need = match part.first()? {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return None,
+    };
+    if part.len() + 1 != need {
+        return None;
+    }
+    let mut found = None;
+    for at in 1..need {
+        for b in DROPPED {
+            let mut seq = [0u8; 4];
+            seq[..at].copy_from_slice(&part[..at]);
+            seq[at] = b;
+            seq[at + 1..need].copy_from_slice(&part[at..]);
+            let c = std::str::from_utf8(&seq[..need])
+                .ok()
+                .and_then(|s| s.chars().next())
+                .filter(|c| super::labels::known_char(*c));
+            if let Some(c) = c {
+                if found.is_some_and(|f| f != c) {
+                    return None;
+                }
+                found = Some(c);
+            }
+        }
+    }
+    found
 }
 
 /// Tab is kept: mmcv separates its fields with one.
@@ -194,6 +279,22 @@ mod tests {
         assert_ne!(mangled, "前向传播 阶段1 : 97.9ms");
         assert_eq!(cleaned(mangled.as_bytes()), "前向传播 阶段1 : 97.9ms");
         assert_eq!(cleaned("café crème".as_bytes()), "café crème");
+    }
+
+    #[test]
+    fn mojibake_that_lost_bytes_is_repaired_with_markers() {
+        // Seed 002's lines, verbatim: the undefined cp1252 bytes and the soft hyphen are gone.
+        assert_eq!(
+            cleaned("å‰å‘ä¼\u{a0}æ’æ€»è€—æ—¶    : 1805.28ms (50.0%)".as_bytes()),
+            "前向传播总耗时    : 1805.28ms (50.0%)"
+        );
+        assert_eq!(
+            cleaned("VRTå¤„ç†          : 1799.99ms (49.9%)".as_bytes()),
+            "VRT处理          : 1799.99ms (49.9%)"
+        );
+        // A character no label word holds stays lost, marked.
+        assert_eq!(cleaned("çšçš„".as_bytes()), "\u{fffd}的");
+        assert_eq!(cleaned("naïve Größe".as_bytes()), "naïve Größe");
     }
 
     #[test]

@@ -29,6 +29,8 @@ const PHRASES: &[(&str, EventKind)] = &[
     ("aving model checkpoint", EventKind::Checkpoint),
     ("end of epoch", EventKind::EpochEnd),
     ("emory critical", EventKind::MemoryCritical),
+    // Our users' own memory monitor: `WARNING: System memory usage is critically high (91.2%)!`.
+    ("usage is critically high", EventKind::MemoryCritical),
     ("EMORY CRITICAL", EventKind::MemoryCritical),
 ];
 

@@ -3,7 +3,7 @@
 //! for the same figure.
 
 use super::num::{self, Unit};
-use super::record::{ConfigFact, StepRecord};
+use super::record::{CacheRecord, ConfigFact, StepRecord};
 
 /// Calls `f(key, value)` for every pair in `s`. `value` runs to the end of its segment, so a
 /// caller can read `1 day, 12:59:34` or `9.46GiB(64.99%)` whole; only its start is the value.
@@ -214,6 +214,10 @@ pub enum Field {
     GradientCheckpointing,
     CudnnBenchmark,
     WorldSize,
+    /// Cache counters printed as pairs: `hits=8245 misses=1755 hit_rate=0.82`.
+    CacheHits,
+    CacheMisses,
+    CacheHitRate,
 }
 
 /// Maps a key to its field; a key with words before it (`[train] step`, `INFO loss`) falls back
@@ -248,7 +252,15 @@ pub fn field_of(key: &str) -> Option<Field> {
             Step
         }
         b"total" => Total,
-        b"total_steps" | b"max_steps" | b"total_optimization_steps" | b"train_iters" => TotalSteps,
+        b"total_steps"
+        | b"max_steps"
+        | b"total_optimization_steps"
+        | b"train_iters"
+        | b"max_iters"
+        | b"max_iter"
+        | b"total_iters"
+        | b"num_training_steps"
+        | b"train_steps" => TotalSteps,
         b"epoch" | b"ep" => Epoch,
         b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"train_time" => StepTime(Unit::S),
         b"elapsed_time_per_iteration_(ms)" | b"step_time_ms" | b"iter_time_ms" | b"time_ms" => {
@@ -320,6 +332,9 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"torch.backends.cudnn.benchmark"
         | b"benchmark" => CudnnBenchmark,
         b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" => WorldSize,
+        b"hits" | b"cache_hits" => CacheHits,
+        b"misses" | b"cache_misses" => CacheMisses,
+        b"hit_rate" | b"cache_hit_rate" | b"hitrate" => CacheHitRate,
         _ => return None,
     })
 }
@@ -330,6 +345,9 @@ pub struct Collected {
     pub fields: u32,
     pub loss_rank: u8,
     pub non_finite: bool,
+    /// A number written in digits that overflows (`1e999`): not a NaN the run produced but a
+    /// value no run can print truthfully.
+    pub overflow: bool,
 }
 
 /// Stores `value` for `field` in `rec`. Returns false when the value is not usable.
@@ -342,13 +360,16 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         return false;
     };
     if !v.is_finite() {
-        if matches!(field, Field::Loss(_) | Field::GradNorm) {
+        if starts_number(value.trim_start_matches(['\'', '"', '[', ' ']).as_bytes()) {
+            seen.overflow = true;
+        } else if matches!(field, Field::Loss(_) | Field::GradNorm) {
             seen.non_finite = true;
         }
         return false;
     }
     let ok = match field {
         Field::Step => {
+            // `as` saturates: a step past u64 reads as u64::MAX, which `impossible` refuses.
             rec.step = Some(v as u64);
             if let Some(total) = suffix.strip_prefix('/').and_then(num::integer) {
                 rec.total = Some(total);
@@ -394,6 +415,25 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         seen.fields += 1;
     }
     ok
+}
+
+/// Stores a cache counter `field` read from `value` in `rec`; false for other fields.
+pub fn apply_cache(field: Field, value: &str, rec: &mut CacheRecord) -> bool {
+    let Some((v, unit, _)) = num::number_unit(value) else {
+        return false;
+    };
+    if !v.is_finite() || v.is_sign_negative() {
+        return false;
+    }
+    match field {
+        Field::CacheHits => rec.hits = num::integer(value),
+        Field::CacheMisses => rec.misses = num::integer(value),
+        // `0.82` is a fraction, `82.45%` a percentage.
+        Field::CacheHitRate if unit == Unit::Pct || v > 1.0 => rec.hit_rate_pct = Some(v),
+        Field::CacheHitRate => rec.hit_rate_pct = Some(v * 100.0),
+        _ => return false,
+    }
+    true
 }
 
 /// A config fact from a key and its value, when the key names one.

@@ -6,6 +6,7 @@ pub mod clean;
 mod events;
 mod frameworks;
 pub mod kv;
+pub mod labels;
 mod mmlab;
 pub mod num;
 pub mod prefix;
@@ -18,13 +19,15 @@ pub mod user;
 
 use std::sync::Arc;
 
-use record::{EventKind, Format, Record, StepRecord};
+use record::{CacheRecord, ConfigFact, EventKind, Format, Record, StepRecord};
 
 /// What a line said besides its records.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LineInfo {
     /// The log's own timestamp, seconds since the Unix epoch.
     pub time: Option<f64>,
+    /// The timestamp had no year, so `time` is in the year 2000 (see `prefix::LogTime`).
+    pub yearless: bool,
     pub rank: Option<u32>,
     /// The format the line was recognised as, if any.
     pub format: Option<Format>,
@@ -213,7 +216,8 @@ impl Parser {
         }
         let (prefix, payload) = prefix::strip(text);
         let mut info = LineInfo {
-            time: prefix.time,
+            time: prefix.time.map(|t| t.secs),
+            yearless: prefix.time.is_some_and(|t| t.yearless),
             rank: prefix.rank,
             ..LineInfo::default()
         };
@@ -374,24 +378,32 @@ pub(crate) fn dispatch(
 }
 
 /// A line in the generic key=value families: a step record when it carries at least two step
-/// figures, one of them a step, a time, a rate or a loss; config facts otherwise.
+/// figures, one of them a step, a time, a rate or a loss; config facts otherwise. A line of
+/// config facts whose only step figure is a step states the plan (`num_workers=4,
+/// batch_size=16, steps=2500`): the total, not the current step. Cache counters
+/// (`hits=8245 misses=1755`) are a cache reading.
 fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let mut rec = StepRecord::default();
+    let mut cache = CacheRecord::default();
     let mut seen = kv::Collected::default();
-    let mut core = false;
+    let (mut core, mut measured, mut facts) = (false, false, 0);
     let before = out.len();
     kv::pairs(p, &mut |key, value| {
         let Some(field) = kv::lookup(key) else {
             return;
         };
+        if kv::apply_cache(field, value, &mut cache) {
+            return;
+        }
         if let Some(fact) = kv::config_fact(field, key, value) {
             out.push(Record::Config(fact));
+            facts += 1;
         }
         if kv::apply(field, value, &mut rec, &mut seen) {
-            core |= matches!(
+            let step = field == kv::Field::Step;
+            let measure = matches!(
                 field,
-                kv::Field::Step
-                    | kv::Field::StepTime(_)
+                kv::Field::StepTime(_)
                     | kv::Field::DataTime(_)
                     | kv::Field::TimePerStep
                     | kv::Field::SamplesPerS
@@ -399,11 +411,30 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
                     | kv::Field::Loss(_)
                     | kv::Field::TokensPerS
             );
+            core |= step || measure;
+            measured |= measure;
         }
     });
+    let cached = cache != CacheRecord::default();
+    if cached {
+        out.push(Record::Cache(cache));
+    }
+    if let Some(step) = rec.step
+        && !measured
+        && facts > 0
+    {
+        out.push(Record::Config(ConfigFact::TotalSteps(
+            rec.total.unwrap_or(step),
+        )));
+        return Some(Format::KeyValue);
+    }
     if core && seen.fields >= 2 {
         // Facts named inside a step line are figures of that step, not the run's config.
-        out.truncate(before);
+        let kept: Vec<Record> = out
+            .drain(before..)
+            .filter(|r| !matches!(r, Record::Config(_)))
+            .collect();
+        out.extend(kept);
         push_step(rec, &seen, p, out);
         return Some(Format::KeyValue);
     }
@@ -436,9 +467,27 @@ pub(crate) fn pairs_step(p: &str, format: Format, out: &mut Vec<Record>) -> Opti
 /// Appends a step record, and a non-finite event when a loss or grad norm was NaN or inf
 /// (after the step, so that the event belongs to it).
 pub(crate) fn push_step(rec: StepRecord, seen: &kv::Collected, text: &str, out: &mut Vec<Record>) {
+    let impossible = if seen.overflow {
+        Some("a number that overflows")
+    } else {
+        rec.impossible()
+    };
+    if let Some(what) = impossible {
+        push_rejected(what, text, out);
+        return;
+    }
     out.push(Record::Step(rec));
     if seen.non_finite {
         push_event(EventKind::NonFinite, text, out);
+    }
+}
+
+/// Replaces whatever the line gave with one rejection: none of its figures can be trusted.
+pub(crate) fn push_rejected(what: &'static str, text: &str, out: &mut Vec<Record>) {
+    let mut rest = Vec::new();
+    push_event(EventKind::NonFinite, text, &mut rest);
+    if let Some(Record::Event { text, .. }) = rest.pop() {
+        out.push(Record::Rejected { what, text });
     }
 }
 
@@ -460,4 +509,73 @@ pub(crate) fn push_event(kind: EventKind, text: &str, out: &mut Vec<Record>) {
 pub(crate) fn eval(p: &str, format: Format, out: &mut Vec<Record>) -> Option<Format> {
     push_event(EventKind::Eval, p, out);
     Some(format)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Vec<Record> {
+        let mut out = Vec::new();
+        Parser::default().parse(line.as_bytes(), &mut out);
+        out
+    }
+
+    #[test]
+    fn a_header_that_states_the_plan_is_the_total_not_the_step() {
+        let out =
+            parse("Dataset: 700 samples, cache 4.0 GB, num_workers=4, batch_size=16, steps=2500");
+        assert!(out.contains(&Record::Config(ConfigFact::TotalSteps(2500))));
+        assert!(out.contains(&Record::Config(ConfigFact::NumWorkers(4))));
+        assert!(!out.iter().any(|r| matches!(r, Record::Step(_))));
+        let out = parse("config: max_iters=80000 batch_size=32");
+        assert!(out.contains(&Record::Config(ConfigFact::TotalSteps(80000))));
+        // A step line is still a step line.
+        let out = parse("step=20 loss=0.5 lr=1e-4");
+        assert!(matches!(&out[..], [Record::Step(s)] if s.step == Some(20)));
+    }
+
+    #[test]
+    fn cache_counters_as_pairs() {
+        let out = parse("cache: hits=8245 misses=1755 hit_rate=0.8245");
+        assert_eq!(
+            out,
+            vec![Record::Cache(CacheRecord {
+                hits: Some(8245),
+                misses: Some(1755),
+                hit_rate_pct: Some(82.45),
+                ..CacheRecord::default()
+            })]
+        );
+    }
+
+    #[test]
+    fn the_scripts_own_memory_warning_is_an_event() {
+        let out = parse("⚠️  WARNING: System memory usage is critically high (91.2%)!");
+        assert!(matches!(
+            &out[..],
+            [Record::Event {
+                kind: EventKind::MemoryCritical,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn an_overflowing_number_is_rejected_and_a_nan_is_an_event() {
+        let out =
+            parse("step 999999999999999999999999/1 | loss=1e999 | -5 samples/s | data_time=-1ms");
+        assert!(matches!(&out[..], [Record::Rejected { .. }]));
+        let out = parse("step 12/100 | loss=nan | 2.0 samples/s");
+        assert!(matches!(
+            &out[..],
+            [
+                Record::Step(_),
+                Record::Event {
+                    kind: EventKind::NonFinite,
+                    ..
+                }
+            ]
+        ));
+    }
 }

@@ -7,12 +7,20 @@ use super::trace::{self, Kind, Val};
 /// What the prefixes of one line said.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Prefix<'a> {
-    /// Seconds since the Unix epoch. Headers without a year (`03/25 23:58:44`) are placed in
-    /// the year 2000: only differences between times are used.
-    pub time: Option<f64>,
+    pub time: Option<LogTime>,
     pub rank: Option<u32>,
     /// The logger name when the header has one (fairseq's `train_inner` / `train` / `valid`).
     pub logger: Option<&'a str>,
+}
+
+/// A timestamp as a header wrote it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogTime {
+    /// Seconds since the Unix epoch; in the year 2000 when the header had no year.
+    pub secs: f64,
+    /// The header had no year (`03/25 23:58:44`): the feed that knows when the file was
+    /// written moves the time to its real year with `place_yearless`.
+    pub yearless: bool,
 }
 
 /// Strips every known prefix and returns what they said and the payload.
@@ -219,7 +227,7 @@ fn is_level(s: &str) -> bool {
 /// Parses a timestamp at the start of `s`: `2023-06-13 14:03:51`, `2023/06/13 14:03:51`,
 /// `2020-05-08 18:56:16,649`, `2026-07-10 05:46:31.627699`, `03/25 23:58:44`,
 /// `10/10/2022 22:57:22`, `2025-03-04T10:00:06`. Returns the time and the rest.
-pub fn timestamp(s: &str) -> Option<(f64, &str)> {
+pub fn timestamp(s: &str) -> Option<(LogTime, &str)> {
     let b = s.as_bytes();
     let d = |i: usize, n: usize| -> Option<u32> {
         let part = b.get(i..i + n)?;
@@ -233,7 +241,8 @@ pub fn timestamp(s: &str) -> Option<(f64, &str)> {
     } else if b.get(2) == Some(&b'/') && b.get(5) == Some(&b'/') {
         (d(6, 4)?, d(0, 2)?, d(3, 2)?, 10)
     } else if b.get(2) == Some(&b'/') {
-        (2000, d(0, 2)?, d(3, 2)?, 5)
+        // A leap year, so that 02/29 reads.
+        (YEARLESS, d(0, 2)?, d(3, 2)?, 5)
     } else {
         return None;
     };
@@ -263,10 +272,42 @@ pub fn timestamp(s: &str) -> Option<(f64, &str)> {
     let days = days_from_civil(i64::from(year), month, day);
     let secs = days as f64 * 86_400.0 + f64::from(h * 3600 + m * 60 + sec) + frac;
     trace::note(s, Kind::Timestamp, Some(Val::F(secs)));
-    Some((secs, &s[end..]))
+    let time = LogTime {
+        secs,
+        yearless: clock_at == 5,
+    };
+    Some((time, &s[end..]))
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+/// The year a header without one is read in.
+const YEARLESS: u32 = 2000;
+
+/// Moves a year-less time (read in the year 2000) to the latest year in which its date exists
+/// and is at most a day after `reference`, the moment its log was last written: the
+/// reference's year, or the one before for a log that spans New Year. The day of slack is
+/// because log times have no zone while the reference is UTC.
+pub fn place_yearless(t: f64, reference: f64) -> f64 {
+    const DAY: f64 = 86_400.0;
+    let days = (t / DAY).floor();
+    let in_day = t - days * DAY;
+    let (_, month, day) = civil_from_days(days as i64);
+    let (last, _, _) = civil_from_days(((reference + DAY) / DAY).floor() as i64);
+    // 02/29 goes back to the last leap year: at most eight years (2096, then 2104).
+    for year in (last - 8..=last).rev() {
+        let days = days_from_civil(year, month, day);
+        if civil_from_days(days) != (year, month, day) {
+            continue;
+        }
+        let placed = days as f64 * DAY + in_day;
+        if placed <= reference + DAY {
+            return placed;
+        }
+    }
+    t
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). A day
+/// past the end of its month counts on into the next.
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -277,19 +318,138 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn unix_epoch_and_a_known_date() {
-        assert_eq!(timestamp("1970-01-01 00:00:00").map(|x| x.0), Some(0.0));
+        assert_eq!(
+            timestamp("1970-01-01 00:00:00").map(|x| x.0.secs),
+            Some(0.0)
+        );
         // 2023-11-29 02:19:30 UTC = 1701224370
         assert_eq!(
-            timestamp("2023/11/29 02:19:30 x").map(|x| x.0),
+            timestamp("2023/11/29 02:19:30 x").map(|x| x.0.secs),
             Some(1_701_224_370.0)
         );
         assert_eq!(timestamp("2020-05-08 18:56:16,649").map(|x| x.1), Some(""));
+    }
+
+    /// A time as the parser reads `s`, and whether it had a year.
+    fn read(s: &str) -> (f64, bool) {
+        let (t, _) = timestamp(s).expect("a timestamp");
+        (t.secs, t.yearless)
+    }
+
+    /// `MM/DD hh:mm:ss` placed with a reference written as `YYYY-MM-DD hh:mm:ss`.
+    fn placed(yearless: &str, reference: &str) -> f64 {
+        let (t, flag) = read(yearless);
+        assert!(flag, "{yearless} has no year");
+        place_yearless(t, read(reference).0)
+    }
+
+    #[test]
+    fn yearless_times_take_the_reference_year() {
+        assert!(!read("2025/04/05 01:32:16").1);
+        assert!(!read("10/10/2022 22:57:22").1);
+        assert_eq!(
+            placed("04/05 01:32:16.25", "2025-06-01 00:00:00"),
+            read("2025-04-05 01:32:16.25").0
+        );
+        // Later in the year than the reference: last year's.
+        assert_eq!(
+            placed("09/12 14:02:11", "2025-06-01 00:00:00"),
+            read("2024-09-12 14:02:11").0
+        );
+        // Up to a day after it still counts as this year's (log times have no zone).
+        assert_eq!(
+            placed("06/01 20:00:00", "2025-06-01 00:00:00"),
+            read("2025-06-01 20:00:00").0
+        );
+        assert_eq!(
+            placed("06/03 00:00:00", "2025-06-01 00:00:00"),
+            read("2024-06-03 00:00:00").0
+        );
+    }
+
+    #[test]
+    fn a_log_across_new_year_keeps_its_order() {
+        let reference = "2026-01-01 02:00:00";
+        assert_eq!(
+            placed("12/31 23:59:50", reference),
+            read("2025-12-31 23:59:50").0
+        );
+        assert_eq!(
+            placed("01/01 00:00:10", reference),
+            read("2026-01-01 00:00:10").0
+        );
+        // A log in a zone ahead of UTC: its file was written on Dec 31 by the UTC clock.
+        assert_eq!(
+            placed("01/01 08:00:00", "2025-12-31 23:00:00"),
+            read("2026-01-01 08:00:00").0
+        );
+    }
+
+    #[test]
+    fn leap_days_are_counted_not_assumed() {
+        assert_eq!(
+            placed("02/29 12:00:00", "2025-06-01 00:00:00"),
+            read("2024-02-29 12:00:00").0
+        );
+        assert_eq!(
+            placed("02/29 12:00:00", "2024-03-10 00:00:00"),
+            read("2024-02-29 12:00:00").0
+        );
+        // Before the reference's Feb 29: the leap day four years back.
+        assert_eq!(
+            placed("02/29 12:00:00", "2024-02-10 00:00:00"),
+            read("2020-02-29 12:00:00").0
+        );
+        // 2100 has no Feb 29.
+        assert_eq!(
+            placed("02/29 00:00:00", "2103-01-01 00:00:00"),
+            read("2096-02-29 00:00:00").0
+        );
+        // March 1 is one day after Feb 28 in a common year, two in a leap year.
+        let day = |a: &str, b: &str, reference: &str| {
+            (placed(b, reference) - placed(a, reference)) / 86_400.0
+        };
+        assert_eq!(
+            day("02/28 00:00:00", "03/01 00:00:00", "2025-12-01 00:00:00"),
+            1.0
+        );
+        assert_eq!(
+            day("02/28 00:00:00", "03/01 00:00:00", "2024-12-01 00:00:00"),
+            2.0
+        );
+        assert_eq!(
+            placed("12/31 00:00:00", "2025-12-31 12:00:00"),
+            read("2025-12-31 00:00:00").0
+        );
+    }
+
+    #[test]
+    fn civil_dates_round_trip() {
+        for days in [-719_468, -1, 0, 10_957, 11_016, 20_454, 47_540] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
+        }
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 
     #[test]

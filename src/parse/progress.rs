@@ -148,7 +148,7 @@ fn ultralytics(
     rec.epoch = Some(num::number(epoch)?);
     rec.memory_mb = Some(mem_v * 1024.0);
     rec.loss = Some(losses.iter().sum());
-    out.push(Record::Step(rec));
+    push_step(rec, &kv::Collected::default(), rest, out);
     Some(Format::Ultralytics)
 }
 

@@ -83,10 +83,38 @@ pub struct StepRecord {
     pub eta_s: Option<f64>,
 }
 
+/// The largest step number taken as true: 2^53, where counts stop being exact as floats (a
+/// step a microsecond would take 285 years to get there).
+const MAX_STEP: u64 = 1 << 53;
+
 impl StepRecord {
     /// True when the line carried no figure at all, so it is not a step record.
     pub fn is_empty(&self) -> bool {
         *self == StepRecord::default()
+    }
+
+    /// What makes this record impossible, if anything: a step that overflows, a negative or
+    /// non-finite time, rate or memory. (A NaN or inf loss is not impossible: training
+    /// diverges, and that is an event.)
+    pub fn impossible(&self) -> Option<&'static str> {
+        if self.step.is_some_and(|s| s > MAX_STEP) || self.total.is_some_and(|s| s > MAX_STEP) {
+            return Some("a step number that overflows");
+        }
+        let bad = |v: Option<f64>| v.is_some_and(|v| !v.is_finite() || v < 0.0);
+        if bad(self.step_time_ms) || bad(self.data_time_ms) || bad(self.eta_s) {
+            return Some("a negative or infinite time");
+        }
+        if bad(self.samples_per_s)
+            || bad(self.iters_per_s)
+            || bad(self.tokens_per_s)
+            || bad(self.batch_size)
+        {
+            return Some("a negative or infinite rate");
+        }
+        if bad(self.memory_mb) || bad(self.epoch) {
+            return Some("a negative memory or epoch");
+        }
+        None
     }
 }
 
@@ -183,14 +211,21 @@ pub enum ConfigFact {
 pub enum Record {
     Step(StepRecord),
     Stage(StageRecord),
-    /// A timing block's `Total : 3610.53ms` line; may or may not be the forward time.
+    /// A timing block's total line (`Total : 3610.53ms`, `总计`, `step time`): the model reads
+    /// whether it is the forward, the whole step, or a sum that counts nested lines twice.
     StageTotal {
+        name: String,
         ms: f64,
         step: Option<u64>,
     },
     /// `[Step N]` header of a timing block with no figures of its own.
     StageBlockStart {
         step: Option<u64>,
+    },
+    /// A line that names its step in a `[Step N]` prefix and says nothing steptop reads: it
+    /// still tells how far the run is.
+    StepMark {
+        step: u64,
     },
     Cache(CacheRecord),
     HostMem(HostMemRecord),
@@ -201,6 +236,12 @@ pub enum Record {
     Config(ConfigFact),
     /// An end-of-training summary (Hugging Face `train_runtime` dict or `***** train metrics *****`).
     Summary(SummaryRecord),
+    /// A line whose figures cannot be true (`step 999999999999999999999999/1`, `loss=1e999`,
+    /// `-5 samples/s`): it never moves the model, and the report counts it.
+    Rejected {
+        what: &'static str,
+        text: String,
+    },
 }
 
 /// Whole-run figures a framework prints when training ends.

@@ -315,11 +315,12 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
                 opt_f(&mut s.share_pct, f);
                 opt_u(&mut s.step, f);
             }
-            Record::StageTotal { ms, step } => {
+            Record::StageTotal { ms, step, .. } => {
                 f(Slot::F(ms));
                 opt_u(step, f);
             }
             Record::StageBlockStart { step } => opt_u(step, f),
+            Record::StepMark { step } => f(Slot::U(step)),
             Record::Cache(c) => {
                 opt_f(&mut c.hit_rate_pct, f);
                 opt_u(&mut c.hits, f);
@@ -342,7 +343,7 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
             }
             Record::Event { .. } => {}
             // Config lines are never memoised (`first_line`).
-            Record::Config(_) => {}
+            Record::Config(_) | Record::Rejected { .. } => {}
             Record::Summary(s) => {
                 for x in [
                     &mut s.runtime_s,
@@ -369,6 +370,7 @@ fn texts(records: &mut [Record], f: &mut dyn FnMut(&mut String)) {
     for r in records {
         match r {
             Record::Stage(s) => f(&mut s.name),
+            Record::StageTotal { name, .. } => f(name),
             Record::Event { text, .. } => f(text),
             _ => {}
         }
@@ -477,6 +479,15 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
     // Config facts come once per run, and some are read from digits by value (`pin_memory:
     // 1`, `precision: 16`): not worth a memo.
     if line.records.iter().any(|r| matches!(r, Record::Config(_))) {
+        return None;
+    }
+    // A rejected line's verdict depends on the size of its numbers, which a shape does not
+    // see (`1e999` and `1e99` have one shape).
+    if line
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Rejected { .. }))
+    {
         return None;
     }
     let text_at = line.text_at();
@@ -895,6 +906,23 @@ mod tests {
         }
         let lines: Vec<Vec<u8>> = lines.into_iter().map(String::into_bytes).collect();
         compare(&lines);
+    }
+
+    #[test]
+    fn lines_read_from_the_memo_keep_the_yearless_flag() {
+        let mut parser = Parser::default();
+        let mut out = Vec::new();
+        for i in 0..10 {
+            let line = format!(
+                "[04/0{} 01:32:1{i} d2.utils.events]:  iter: {i}9  total_loss: 0.5{i}  time: 0.31",
+                i % 9 + 1
+            );
+            let info = parser.parse(line.as_bytes(), &mut out);
+            assert!(info.yearless && info.time.is_some(), "{line}");
+            let dated = format!("2025/04/0{} 01:32:1{i} - mmengine - INFO - x", i % 9 + 1);
+            assert!(!parser.parse(dated.as_bytes(), &mut out).yearless);
+        }
+        assert!(parser.memo_hits() > 0);
     }
 
     /// The skeleton's bytes one at a time, as the rule says, and where it keeps a digit.

@@ -3,28 +3,64 @@
 //! (`[Step 100] Memory - Process: 15678.9MB (6.1%), System: 125.4/256.0GB (49.0%)`).
 
 use super::record::{CacheRecord, Format, HostMemRecord, Record, StageRecord};
-use super::{Context, num};
+use super::{Context, labels, num};
 
 /// Lines starting with `[`: a timing block header (`[Step 100]`, `[Step 100] Forward timing:`),
-/// a memory monitor line, or a cache block header (`[Cache Stats @ step 100]`).
+/// a line of a block that names its step on every line (`[Step 100] VRT Stage1 : 10.2ms`), a
+/// memory monitor line, or a cache block header (`[Cache Stats @ step 100]`,
+/// `[SpikeDeblurDataset] Cache Stats:`).
 pub fn bracket_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> {
     let close = p.find(']')?;
     let inner = &p[1..close];
-    let rest = p[close + 1..].trim_start();
+    let after = &p[close + 1..];
+    let rest = after.trim_start();
     if let Some(step) = step_number(inner) {
         if let Some(mem) = rest.strip_prefix("Memory - ") {
             return memory_monitor(mem, Some(step), out);
         }
-        ctx.block_step = Some(step);
-        ctx.stage_indents.clear();
-        out.push(Record::StageBlockStart { step: Some(step) });
+        if rest.is_empty() || (rest.ends_with(':') && !cache_header(rest)) {
+            ctx.block_step = Some(step);
+            ctx.stage_indents.clear();
+            out.push(Record::StageBlockStart { step: Some(step) });
+            return Some(Format::Timing);
+        }
+        let before = (out.len(), *ctx);
+        if ctx.block_step != Some(step) {
+            ctx.block_step = Some(step);
+            ctx.stage_indents.clear();
+            out.push(Record::StageBlockStart { step: Some(step) });
+        }
+        // The indentation after the prefix is the line's own.
+        let indent = after.len() - rest.len() - usize::from(after.starts_with(' '));
+        if let Some(f) = stats_line(rest.trim_end(), indent, ctx, out) {
+            return Some(f);
+        }
+        out.truncate(before.0);
+        *ctx = before.1;
+        // Something else that names its step: progress all the same.
+        out.push(Record::StepMark { step });
         return Some(Format::Timing);
     }
-    if inner.to_ascii_lowercase().contains("cache") {
+    // `[After dataset creation] Memory - Process: ...`: a reading at a named moment.
+    if let Some(mem) = rest.strip_prefix("Memory - ") {
+        return memory_monitor(mem, None, out);
+    }
+    if cache_header(inner) {
+        ctx.since_cache = 0;
+        // `[cache] Hit Rate: 82.45% (...)`: the figures may follow on the same line.
+        return cache_line(rest, ctx, out).or(Some(Format::Cache));
+    }
+    if cache_header(rest) && rest.ends_with(':') {
         ctx.since_cache = 0;
         return Some(Format::Cache);
     }
     None
+}
+
+/// `Cache Stats`, `cache statistics`, `Cache Stats @ step 100`: the head of a cache block.
+fn cache_header(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    lower.contains("cache") && (lower.contains("stat") || !lower.contains(':'))
 }
 
 /// `Step 100`, `step 100`, `Step: 100`: the step a block belongs to.
@@ -79,6 +115,10 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
         return None;
     }
     let ms = num::to_ms(ms, unit, num::Unit::Ms)?;
+    if !ms.is_finite() || ms < 0.0 {
+        super::push_rejected("a negative or infinite time", p, out);
+        return Some(Format::Timing);
+    }
     let after_unit = suffix.trim_start_matches(char::is_alphabetic).trim();
     let share_pct = if after_unit.is_empty() {
         None
@@ -86,9 +126,10 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
         let inner = after_unit.strip_prefix('(')?.strip_suffix(')')?;
         Some(num::number(inner.strip_suffix('%')?)?)
     };
-    if is_total(label) {
+    if labels::role(label).is_total() {
         ctx.stage_indents.clear();
         out.push(Record::StageTotal {
+            name: label.to_string(),
             ms,
             step: ctx.block_step,
         });
@@ -111,22 +152,19 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
     Some(Format::Timing)
 }
 
-fn is_total(label: &str) -> bool {
-    let last = label.rsplit(' ').next().unwrap_or(label);
-    matches!(
-        last,
-        "Total" | "total" | "TOTAL" | "总计" | "合计" | "总时间"
-    ) || label.eq_ignore_ascii_case("total time")
-}
-
-/// `Hit Rate: 82.45% (8245 hits / 1755 misses)`; inside a cache block also `Size: 374 items`
-/// and `Memory: 49876.3 / 51200.0 MB`.
+/// The cache statistics our users print, with or without a list marker: `Hit Rate: 82.45%
+/// (8245 hits / 1755 misses)` and `Cache hit rate: 45.2% (4520 hits / 5480 misses)`; inside
+/// a cache block also `Size: 374 items` and `Memory: 49876.3 / 51200.0 MB`; and the block's
+/// head (`Cache Stats:`).
 fn cache_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> {
+    let p = p.trim_start_matches(['-', '*', '•', ' ']);
     let mut rec = CacheRecord::default();
-    if let Some(rest) = p
-        .strip_prefix("Hit Rate:")
-        .or_else(|| p.strip_prefix("Hit rate:"))
-    {
+    let lower_head = p.get(..p.len().min(16)).unwrap_or(p).to_ascii_lowercase();
+    let rate = ["hit rate:", "cache hit rate:", "hit_rate:"]
+        .iter()
+        .find(|h| lower_head.starts_with(*h))
+        .map(|h| &p[h.len()..]);
+    if let Some(rest) = rate {
         let (rate, counts) = rest.split_once('(').unwrap_or((rest, ""));
         rec.hit_rate_pct = Some(num::number(rate.trim().trim_end_matches('%'))?);
         if let Some((hits, misses)) = counts.split_once('/') {
@@ -134,6 +172,9 @@ fn cache_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Forma
             rec.misses = num::integer(misses);
         }
         ctx.since_cache = 0;
+    } else if cache_header(p) && p.ends_with(':') && p.len() < 64 {
+        ctx.since_cache = 0;
+        return Some(Format::Cache);
     } else if ctx.since_cache <= super::CACHE_BLOCK_LINES {
         if let Some(rest) = p.strip_prefix("Size:") {
             rec.items = Some(num::integer(rest)?);
@@ -231,6 +272,7 @@ mod tests {
         assert_eq!(
             out.last(),
             Some(&Record::StageTotal {
+                name: "Total".into(),
                 ms: 190.0,
                 step: Some(7)
             })
@@ -269,6 +311,78 @@ mod tests {
         assert!(
             matches!(&out[0], Record::HostMem(m) if m.system_total_mb == Some(262_144.0) && m.process_pct == Some(6.1))
         );
+        let out = run(&[
+            "[After dataset creation] Memory - Process: 12345.6MB (4.8%), System: 48.3/256.0GB (18.9%)",
+        ]);
+        assert!(
+            matches!(&out[0], Record::HostMem(m) if m.step.is_none() && m.process_mb == Some(12345.6))
+        );
+    }
+
+    #[test]
+    fn the_seeds_cache_block_with_list_dashes_and_its_one_line_form() {
+        let out = run(&[
+            "[SpikeDeblurDataset] Cache Stats:",
+            "  - Size: 374 items",
+            "  - Memory: 49876.3 / 51200.0 MB",
+            "  - Hit Rate: 82.45% (8245 hits / 1755 misses)",
+            "Cache hit rate: 45.2% (4520 hits / 5480 misses)",
+        ]);
+        let caches: Vec<&CacheRecord> = out
+            .iter()
+            .filter_map(|r| match r {
+                Record::Cache(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(caches.len(), 4);
+        assert_eq!(caches[0].items, Some(374));
+        assert_eq!(caches[1].memory_used_mb, Some(49876.3));
+        assert_eq!(caches[1].memory_total_mb, Some(51200.0));
+        assert_eq!(
+            (caches[2].hit_rate_pct, caches[2].hits, caches[2].misses),
+            (Some(82.45), Some(8245), Some(1755))
+        );
+        assert_eq!(
+            (caches[3].hit_rate_pct, caches[3].hits, caches[3].misses),
+            (Some(45.2), Some(4520), Some(5480))
+        );
+    }
+
+    #[test]
+    fn a_step_prefix_on_every_line_makes_a_block() {
+        let out = run(&[
+            "[Step 5] forward : 50.00ms",
+            "[Step 5]   conv : 30.00ms",
+            "[Step 6] forward : 51.00ms",
+            "[Step 6] saving samples",
+        ]);
+        let seen: Vec<String> = out
+            .iter()
+            .map(|r| match r {
+                Record::StageBlockStart { step } => format!("block {step:?}"),
+                Record::Stage(s) => format!("{} {} {:?}", s.name, s.depth, s.step),
+                Record::StepMark { step } => format!("mark {step}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                "block Some(5)",
+                "forward 0 Some(5)",
+                "conv 1 Some(5)",
+                "block Some(6)",
+                "forward 0 Some(6)",
+                "mark 6"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_negative_stage_time_is_rejected() {
+        let out = run(&["VRT Stage1 : -5.00ms (1.0%)"]);
+        assert!(matches!(&out[..], [Record::Rejected { .. }]));
     }
 
     #[test]

@@ -51,7 +51,7 @@ impl Kind {
             Kind::Decimal => num::decimal(s).map(Val::F),
             Kind::Integer => num::integer(s).map(Val::U),
             Kind::Duration => num::duration_s(s).map(Val::F),
-            Kind::Timestamp => prefix::timestamp(s).map(|(t, _)| Val::F(t)),
+            Kind::Timestamp => prefix::timestamp(s).map(|(t, _)| Val::F(t.secs)),
             Kind::Float => s.parse().ok().map(Val::F),
             Kind::Rank => prefix::rank(s).map(|r| Val::U(u64::from(r))),
             Kind::Unfinished => {

@@ -26,9 +26,18 @@ pub fn messages(
 ) -> Result<Vec<Feed>, Error> {
     let mut feeds: Vec<Feed> = Vec::new();
     let mut done = 0u64;
-    let open = |feeds: &mut Vec<Feed>, path: &str, each: &mut dyn FnMut(Msg, u64), at: u64| {
+    // `written`: when the file holding the lines was last written, the reference for their
+    // year-less timestamps. A recording's lines that arrived live are placed by their arrival,
+    // as they were live; those it found already written, by the recording's own time.
+    let open = |feeds: &mut Vec<Feed>,
+                path: &str,
+                written: f64,
+                each: &mut dyn FnMut(Msg, u64),
+                at: u64| {
         let source = first_source + feeds.len();
-        feeds.push(Feed::new(source, path, patterns.clone()));
+        let mut feed = Feed::new(source, path, patterns.clone());
+        feed.set_year_reference(written);
+        feeds.push(feed);
         each(
             Msg::Opened {
                 source,
@@ -40,12 +49,13 @@ pub fn messages(
     };
     for path in paths {
         let first = feeds.len();
+        let written = crate::source::file::modified(path);
         if recording::is_recording(path) {
             recording::read(path, &mut |entry, bytes| match entry {
                 Entry::Line { t, file, text } => {
                     let i = match feeds[first..].iter().position(|f| f.path == file) {
                         Some(i) => first + i,
-                        None => open(&mut feeds, &file, each, done + bytes),
+                        None => open(&mut feeds, &file, written, each, done + bytes),
                     };
                     let line_no = feeds[i].stats.lines + 1;
                     each(feeds[i].message(line_no, text.as_bytes(), t), done + bytes);
@@ -54,7 +64,7 @@ pub fn messages(
                 Entry::Header { .. } => {}
             })?;
         } else {
-            let i = open(&mut feeds, &path.display().to_string(), each, done);
+            let i = open(&mut feeds, &path.display().to_string(), written, each, done);
             let feed = &mut feeds[i];
             // The line and its end: a position in bytes, near enough for a progress figure.
             let mut bytes = done;

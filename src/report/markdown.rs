@@ -56,29 +56,30 @@ pub fn render(r: &Report) -> String {
         Some(step) => {
             let _ = writeln!(
                 o,
-                "Step time p50 {}, p95 {}, mean {}.\n",
+                "Step time p50 {}, p95 {}, mean {}.",
                 ms(step.p50),
                 ms(step.p95),
                 ms(step.mean)
             );
-            o.push_str("| part | time | share of step |\n|---|---:|---:|\n");
-            let rows = [
-                ("data loading", r.data_time_ms.map(|d| d.mean)),
-                ("forward (logged stages)", r.forward_ms),
-                ("unlogged (backward, optimizer, sync)", r.unlogged_ms),
-            ];
-            for (name, v) in rows {
-                match v {
-                    Some(v) => {
-                        let _ = writeln!(o, "| {name} | {} | {} |", ms(v), pct(v / step.mean));
-                    }
-                    None => {
-                        let _ = writeln!(o, "| {name} | - | - |");
-                    }
-                }
-            }
         }
         None => o.push_str("No step times in these logs.\n"),
+    }
+    if !r.breakdown.parts.is_empty() {
+        o.push_str("\n| part | time | share of step |\n|---|---:|---:|\n");
+        for p in &r.breakdown.parts {
+            let name = match p.role {
+                "data" => "data loading".to_string(),
+                "forward" => "forward (timing log)".to_string(),
+                "unlogged" => "unlogged (backward, optimizer, sync)".to_string(),
+                role => format!("{} ({role})", escape(&p.name)),
+            };
+            let value = p.ms.map_or("-".to_string(), ms);
+            let share = p.share.map_or("-".to_string(), pct);
+            let _ = writeln!(o, "| {name} | {value} | {share} |");
+        }
+    }
+    if let Some(reading) = &r.timing_reading {
+        let _ = writeln!(o, "\nTiming log: {}", escape(reading));
     }
     if !r.stages.is_empty() {
         o.push_str("\n### Forward stages\n\n| stage | mean | p50 | share of forward |\n|---|---:|---:|---:|\n");
@@ -130,12 +131,22 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o, "- {} {}", c.count, c.kind);
         }
     }
-    o.push_str("\n### Sources\n\n| file | format | rank | lines | records | unparsed |\n|---|---|---:|---:|---:|---:|\n");
+    o.push_str("\n### Sources\n\n| file | format | rank | lines | records | unparsed | rejected |\n|---|---|---:|---:|---:|---:|---:|\n");
     for s in &r.sources {
         let rank = s.rank.map_or("-".into(), |r| r.to_string());
+        let rejected = match &s.first_rejected {
+            Some(x) => format!(
+                "{} (line {}: {}: `{}`)",
+                s.rejected,
+                x.line,
+                x.why,
+                escape(&x.text).replace('`', "'")
+            ),
+            None => s.rejected.to_string(),
+        };
         let _ = writeln!(
             o,
-            "| {} | {} | {rank} | {} | {} | {} |",
+            "| {} | {} | {rank} | {} | {} | {} | {rejected} |",
             escape(&s.path),
             s.format.unwrap_or("-"),
             s.lines,

@@ -15,6 +15,7 @@ use crate::diagnose::{Alert, Diagnosis};
 use crate::error::Error;
 use crate::feed::Feed;
 use crate::ingest;
+use crate::model::breakdown::{Breakdown, Over};
 use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
@@ -49,6 +50,7 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
             &path.display().to_string(),
             cfg.patterns.clone(),
         );
+        feed.set_year_reference(crate::source::file::modified(path));
         ingest::read_file(path, &mut feed, &mut |stamp, rec| model.record(stamp, rec))
             .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);
@@ -92,6 +94,10 @@ pub struct Report {
     pub stages: Vec<StageOut>,
     pub forward_ms: Option<f64>,
     pub unlogged_ms: Option<f64>,
+    /// Where a step's time goes: every figure text and markdown print comes from here.
+    pub breakdown: BreakdownOut,
+    /// How the timing blocks' totals were read (most blocks), in a sentence.
+    pub timing_reading: Option<String>,
     pub cache: Option<CacheOut>,
     pub loss: LossTrack,
     pub last: LastOut,
@@ -174,7 +180,20 @@ pub struct SourceOut {
     pub lines: u64,
     pub records: u64,
     pub unparsed: u64,
+    /// Lines with impossible figures (counted in `unparsed` too).
+    pub rejected: u64,
+    /// The first of them, when there is one.
+    pub first_rejected: Option<RejectedOut>,
     pub rank: Option<u32>,
+}
+
+/// A line refused because its figures cannot be true.
+#[derive(Debug, Serialize)]
+pub struct RejectedOut {
+    pub line: u64,
+    /// What cannot be true (`a step number that overflows`, `a negative or infinite rate`).
+    pub why: &'static str,
+    pub text: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -223,6 +242,26 @@ pub struct StageOut {
     pub trend: Option<f64>,
 }
 
+/// A step split into its logged parts and the rest, over the whole run.
+#[derive(Debug, Serialize)]
+pub struct BreakdownOut {
+    /// Mean step time.
+    pub step_ms: Option<f64>,
+    /// In step order: the data wait, the forward, the other logged parts, the unlogged rest.
+    pub parts: Vec<PartOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PartOut {
+    pub name: String,
+    /// `data`, `forward`, `loss`, `backward`, `optimizer`, `copy`, `stage` (a piece outside
+    /// the forward) or `unlogged`.
+    pub role: &'static str,
+    pub ms: Option<f64>,
+    /// Of the mean step (the data part: its paired data share).
+    pub share: Option<f64>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct CacheOut {
     pub hit_rate: Option<f64>,
@@ -254,9 +293,12 @@ pub struct RankOut {
 
 #[derive(Debug, Serialize)]
 pub struct HostMemOut {
+    pub step: Option<u64>,
     pub process_mb: Option<f64>,
+    pub process_pct: Option<f64>,
     pub system_used_mb: Option<f64>,
     pub system_total_mb: Option<f64>,
+    pub system_pct: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -278,7 +320,8 @@ impl Report {
     pub fn build(a: &Analysis) -> Report {
         let m = &a.model;
         let g = &m.merged;
-        let forward = m.stages.forward_ms.mean();
+        let b = m.step_breakdown(Over::Run);
+        let forward = b.forward_ms;
         let hottest = m.stages.hottest();
         let cache = &m.cache;
         let f = &m.facts;
@@ -293,6 +336,14 @@ impl Report {
                     lines: feed.stats.lines,
                     records: feed.stats.records,
                     unparsed: feed.stats.unparsed,
+                    rejected: feed.stats.rejected,
+                    first_rejected: feed.stats.first_rejected.as_ref().map(|(line, why, text)| {
+                        RejectedOut {
+                            line: *line,
+                            why,
+                            text: text.clone(),
+                        }
+                    }),
                     rank: feed.rank(),
                 })
                 .collect(),
@@ -309,7 +360,7 @@ impl Report {
             },
             step_time_ms: Quantiles::of(&g.step_time_ms.run),
             data_time_ms: Quantiles::of(&g.data_time_ms.run),
-            data_share: g.data_share(),
+            data_share: b.data_share,
             samples_per_s: g.samples_per_s.run.quantile(0.5),
             iters_per_s: g.iters_per_s.run.quantile(0.5),
             tokens_per_s: g.tokens_per_s.run.quantile(0.5),
@@ -328,7 +379,9 @@ impl Report {
                 })
                 .collect(),
             forward_ms: forward,
-            unlogged_ms: m.unlogged_ms(),
+            unlogged_ms: b.unlogged_ms,
+            breakdown: breakdown_out(&b),
+            timing_reading: m.stages.reading().map(str::to_string),
             cache: (cache.readings > 0 || cache.printed_rate.is_some() || cache.items.is_some())
                 .then(|| CacheOut {
                     hit_rate: cache.hit_rate(),
@@ -351,9 +404,12 @@ impl Report {
             config: f.clone(),
             summary: (m.summary != SummaryRecord::default()).then(|| m.summary.clone()),
             host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
+                step: h.step,
                 process_mb: h.process_mb,
+                process_pct: h.process_pct,
                 system_used_mb: h.system_used_mb,
                 system_total_mb: h.system_total_mb,
+                system_pct: h.system_pct,
             }),
             events: m
                 .events
@@ -386,6 +442,48 @@ impl Report {
             checklist: checklist::evaluate(m, &a.diagnosis),
             hardware: hardware(m),
         }
+    }
+}
+
+/// The breakdown's rows in step order, each with its share of the mean step.
+fn breakdown_out(b: &Breakdown) -> BreakdownOut {
+    let share = |ms: Option<f64>| Some(ms? / b.step_ms.filter(|s| *s > 0.0)?);
+    let mut parts = Vec::new();
+    if b.data_ms.is_some() {
+        parts.push(PartOut {
+            name: "data loading".into(),
+            role: "data",
+            ms: b.data_ms,
+            share: b.data_share,
+        });
+    }
+    if b.forward_ms.is_some() {
+        parts.push(PartOut {
+            name: "forward".into(),
+            role: "forward",
+            ms: b.forward_ms,
+            share: share(b.forward_ms),
+        });
+    }
+    for p in &b.parts {
+        parts.push(PartOut {
+            name: p.name.clone(),
+            role: p.role.name(),
+            ms: Some(p.ms),
+            share: share(Some(p.ms)),
+        });
+    }
+    if b.unlogged_ms.is_some() {
+        parts.push(PartOut {
+            name: "unlogged".into(),
+            role: "unlogged",
+            ms: b.unlogged_ms,
+            share: share(b.unlogged_ms),
+        });
+    }
+    BreakdownOut {
+        step_ms: b.step_ms,
+        parts,
     }
 }
 

@@ -69,6 +69,15 @@ pub fn render(r: &Report) -> String {
             s.records,
             s.unparsed
         );
+        if let Some(x) = &s.first_rejected {
+            let shown = display::shown(&x.text, Tabs::Space);
+            let text = display::truncate(&shown, 60);
+            let _ = writeln!(
+                o,
+                "    {} rejected: {}; the first, line {}: {text}",
+                s.rejected, x.why, x.line
+            );
+        }
     }
     // Log text laid out by cells above was shown before it was measured; this pass shows the
     // rest (sources' paths, events' file names), so nothing invisible reaches the terminal.
@@ -141,43 +150,45 @@ fn checklist(r: &Report, o: &mut String) {
 }
 
 fn breakdown(r: &Report, o: &mut String) {
-    let Some(step) = r.step_time_ms else {
-        o.push_str("\nno step times in these logs: nothing to break down\n");
-        return;
-    };
-    let _ = writeln!(
-        o,
-        "\nwhere a step's time goes (step p50 {}, p95 {}, mean {})",
-        ms(step.p50),
-        ms(step.p95),
-        ms(step.mean)
-    );
-    let data = r.data_time_ms.map(|d| d.mean);
-    let rows = [
-        ("data loading", data, "waiting for the next batch"),
-        ("forward (logged)", r.forward_ms, "stages in the timing log"),
-        ("unlogged", r.unlogged_ms, "backward, optimizer, sync"),
-    ];
-    for (name, v, why) in rows {
-        match v {
-            Some(v) => {
-                let share = v / step.mean;
-                let _ = writeln!(
-                    o,
-                    "  {name:<17} {:>11} {:>6}  {:<12} {why}",
-                    ms(v),
-                    pct(share),
-                    bar(share, 12)
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "  {name:<17} {:>11} {:>6}  {:<12} not in the logs",
-                    "-", "", ""
-                );
-            }
+    match r.step_time_ms {
+        Some(step) => {
+            let _ = writeln!(
+                o,
+                "\nwhere a step's time goes (step p50 {}, p95 {}, mean {})",
+                ms(step.p50),
+                ms(step.p95),
+                ms(step.mean)
+            );
         }
+        None => o.push_str("\nno step times in these logs: what they itemise\n"),
+    }
+    let b = &r.breakdown;
+    for p in &b.parts {
+        let why = match p.role {
+            "data" => "waiting for the next batch",
+            "forward" => "in the timing log",
+            "unlogged" => "backward, optimizer, sync",
+            _ => "itemised in the timing log",
+        };
+        // Shown before it is measured: an escape is wider than the character it stands for.
+        let shown = display::shown(&p.name, Tabs::Space);
+        let name = display::pad(display::truncate(&shown, 17), 17);
+        let value = p.ms.map_or("-".to_string(), ms);
+        let (share, drawn) = match p.share {
+            Some(x) => (pct(x), bar(x, 12)),
+            None => ("-".to_string(), String::new()),
+        };
+        let _ = writeln!(o, "  {name} {value:>11} {share:>6}  {drawn:<12} {why}");
+    }
+    if r.step_time_ms.is_some() && !b.parts.iter().any(|p| p.role == "forward") {
+        let _ = writeln!(
+            o,
+            "  {:<17} {:>11} {:>6}  {:<12} not in the logs",
+            "forward", "-", "", ""
+        );
+    }
+    if let Some(reading) = &r.timing_reading {
+        words(o, "  timing log: ", 15, reading);
     }
 }
 

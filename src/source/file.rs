@@ -55,6 +55,16 @@ pub fn read_records(path: &Path, emit: &mut dyn FnMut(u64, &[u8])) -> io::Result
     })
 }
 
+/// When `path` was last written, in Unix seconds, or now when the file system cannot say: a
+/// finished log's year-less timestamps are placed at or before it.
+pub fn modified(path: &Path) -> f64 {
+    let at = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| SystemTime::now());
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// Reads `len` bytes ending at `end`, leaving the position at `end`.
 pub(crate) fn read_back(file: &mut File, end: u64, len: usize) -> io::Result<Vec<u8>> {
     let start = end

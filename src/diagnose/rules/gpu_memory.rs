@@ -26,11 +26,14 @@ fn memory_share(g: &GpuReading) -> Option<f64> {
 
 fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
     let latest = v.latest()?;
-    let (g, share) = latest
+    let Some((g, share)) = latest
         .gpus
         .iter()
         .filter_map(|g| Some((g, memory_share(g)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    else {
+        return logged_pressure(v, k, latest);
+    };
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
     let title = || format!("GPU {} memory is {} full", g.index, pct(share));
     Some(
@@ -45,6 +48,39 @@ fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
             .act(|| "a smaller batch with gradient accumulation, or activation checkpointing")
             .act(|| "bf16 autocast halves activation memory")
             .act(|| "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"),
+    )
+}
+
+/// GPU memory the log prints (`max_mem: 4212M`, `memory: 15.2G`) against the GPU's size,
+/// when the driver gives the size but not the use (an old driver, a MIG slice).
+fn logged_pressure(v: &View, k: &Knobs, latest: &crate::probe::Sample) -> Option<Finding> {
+    let total = latest
+        .gpus
+        .iter()
+        .filter_map(|g| g.mem_total_bytes)
+        .max()
+        .filter(|t| *t > 0)? as f64;
+    let (rank, used_mb) =
+        v.m.ranks
+            .iter()
+            .filter_map(|(r, s)| Some((*r, s.memory_mb?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let used = used_mb * f64::from(1 << 20);
+    let share = used / total;
+    let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
+    let step = v.m.ranks.get(&rank).and_then(|s| s.last_step);
+    Some(
+        v.graded(level, || format!("GPU memory is {} full", pct(share)))
+            .why(|| {
+                let at = step.map_or(String::new(), |s| format!(", step {s}"));
+                format!(
+                    "{} of {} used (the log's memory figure, rank {rank}{at})",
+                    gib(used),
+                    gib(total)
+                )
+            })
+            .act(|| "a smaller batch with gradient accumulation, or activation checkpointing")
+            .act(|| "bf16 autocast halves activation memory"),
     )
 }
 

@@ -4,6 +4,7 @@
 use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
+use crate::parse::labels::Role;
 
 pub const DATA_LOADING_BOUND: Rule = Rule {
     id: "data_loading_bound",
@@ -307,20 +308,20 @@ pub const H2D_COPY_BOUND: Rule = Rule {
 };
 
 fn h2d_copy_bound(v: &View, k: &Knobs) -> Option<Finding> {
-    let stage =
-        v.m.stages
-            .by_name
-            .iter()
-            .find(|s| s.copies && s.depth == 0)
-            .and_then(|s| {
-                let ms = s.recent.mean_last(v.cfg.window_steps)?;
-                Some((
-                    s.name.as_str(),
-                    ms,
-                    ms / v.step_mean().filter(|m| *m > 0.0)?,
-                ))
-            })
-            .filter(|(_, _, share)| *share >= k.get("share"));
+    let b = v.breakdown();
+    let stage = b
+        .parts
+        .iter()
+        .chain(&b.pieces)
+        .find(|p| p.role == Role::Copy)
+        .and_then(|p| {
+            Some((
+                p.name.as_str(),
+                p.ms,
+                p.ms / v.step_mean().filter(|m| *m > 0.0)?,
+            ))
+        })
+        .filter(|(_, _, share)| *share >= k.get("share"));
     let rx = v.gpu_mean(|g| g.pcie_rx_bytes_per_s.map(|b| b as f64));
     let util = v.gpu_util();
     let pcie = match (rx, util) {

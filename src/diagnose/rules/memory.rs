@@ -39,13 +39,54 @@ pub const HOST_MEMORY_PRESSURE: Rule = Rule {
     check: host_memory_pressure,
 };
 
-fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
-    let h = v.host()?;
-    let total = h.mem_total_bytes as f64;
-    if total <= 0.0 {
-        return None;
+/// Host memory as one reading: from the probe, else from the log's own memory monitor.
+struct HostMemory {
+    total: f64,
+    avail: f64,
+    /// Change of available memory, bytes per second (negative: falling).
+    trend: Option<f64>,
+    /// Where the figures come from, for the evidence (None: the probe).
+    from_log: Option<String>,
+    process: Option<String>,
+}
+
+fn host_memory(v: &View) -> Option<HostMemory> {
+    const MIB: f64 = (1 << 20) as f64;
+    if let Some(h) = v.host() {
+        let total = h.mem_total_bytes as f64;
+        return (total > 0.0).then(|| HostMemory {
+            total,
+            avail: h.mem_available_bytes as f64,
+            trend: v.slope(|s| Some(s.host.as_ref()?.mem_available_bytes as f64)),
+            from_log: None,
+            process: None,
+        });
     }
-    let avail = h.mem_available_bytes as f64;
+    let last = v.log_memory().last()?;
+    let r = &last.reading;
+    let total = r.system_total_mb.filter(|t| *t > 0.0)? * MIB;
+    let used = r.system_used_mb? * MIB;
+    let at = match last.step {
+        Some(step) => format!("the log's memory monitor, step {step}"),
+        None => format!("the log's memory monitor, line {}", last.line),
+    };
+    Some(HostMemory {
+        total,
+        avail: (total - used).max(0.0),
+        trend: v
+            .log_memory_slope(|r| r.system_used_mb)
+            .map(|mib| -mib * MIB),
+        from_log: Some(at),
+        process: r.process_mb.map(|p| match r.process_pct {
+            Some(pct) => format!("the training process holds {} ({pct:.1}%)", gib(p * MIB)),
+            None => format!("the training process holds {}", gib(p * MIB)),
+        }),
+    })
+}
+
+fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
+    let h = host_memory(v)?;
+    let (total, avail) = (h.total, h.avail);
     let share = avail / total;
     // Lower is worse: graded on the used share.
     let level = grade(
@@ -55,7 +96,7 @@ fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         1.0 - k.get("exit"),
     );
     let swap = v.host_mean(|h| h.swap_in_pages_per_s).unwrap_or(0.0);
-    let trend = v.slope(|s| Some(s.host.as_ref()?.mem_available_bytes as f64));
+    let trend = h.trend;
     let minutes = trend
         .filter(|t| *t < 0.0)
         .map(|t| avail / -t / 60.0)
@@ -81,9 +122,13 @@ fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         ),
         None => format!("host memory {} used", pct(1.0 - share)),
     };
-    let mut f = v
-        .graded(level, title)
-        .why(|| format!("{} available of {}", gib(avail), gib(total)));
+    let mut f = v.graded(level, title).why(|| match &h.from_log {
+        Some(at) => format!("{} used of {} ({at})", gib(total - avail), gib(total)),
+        None => format!("{} available of {}", gib(avail), gib(total)),
+    });
+    if let Some(p) = &h.process {
+        f = f.why(|| p.clone());
+    }
     if let Some(t) = trend.filter(|t| *t < 0.0) {
         f = f.why(|| {
             format!(
@@ -133,7 +178,9 @@ pub const WORKER_MEMORY_BLOWUP: Rule = Rule {
 };
 
 fn worker_memory_blowup(v: &View, k: &Knobs) -> Option<Finding> {
-    let t = v.trainer()?;
+    let Some(t) = v.trainer() else {
+        return outside_growth(v, k);
+    };
     let private: Vec<f64> = t
         .workers
         .iter()
@@ -189,5 +236,57 @@ fn worker_memory_blowup(v: &View, k: &Knobs) -> Option<Finding> {
         f.act(|| "keep the cache in shared memory (numpy memmap, torch tensors in shared memory, LMDB) instead of a Python object per worker")
             .act(|| "build read-only data before the workers fork, as numpy arrays: Python lists of objects get copied by refcount writes")
             .act(|| "fewer workers, or persistent_workers=True so that caches are not rebuilt each epoch"),
+    )
+}
+
+/// Without the probe, the log's memory monitor: when the machine's memory grows much faster
+/// than the training process's own figure, the growth is in other processes, its DataLoader
+/// workers most likely (each with its copy of a cache).
+fn outside_growth(v: &View, k: &Knobs) -> Option<Finding> {
+    if v.m.facts.num_workers == Some(0) {
+        return None;
+    }
+    let readings: Vec<_> = v
+        .log_memory()
+        .filter(|r| r.reading.system_used_mb.is_some() && r.reading.process_mb.is_some())
+        .collect();
+    let (first, last) = (readings.first()?, readings.last()?);
+    let minutes = (last.time - first.time) / 60.0;
+    if minutes <= 0.0 {
+        return None;
+    }
+    let delta = |f: fn(&crate::parse::record::HostMemRecord) -> Option<f64>| {
+        Some(f(&last.reading)? - f(&first.reading)?)
+    };
+    let system = delta(|r| r.system_used_mb)?;
+    let process = delta(|r| r.process_mb)?;
+    let outside = system - process.max(0.0);
+    let rate = outside / minutes;
+    if rate < k.get("growth-mib-per-min") || outside < 3.0 * process.max(0.0) {
+        return None;
+    }
+    let steps = match (first.step, last.step) {
+        (Some(a), Some(b)) => format!("steps {a}..{b}"),
+        _ => format!("lines {}..{}", first.line, last.line),
+    };
+    let mib = f64::from(1 << 20);
+    Some(
+        v.enter(Severity::Warn, || {
+            format!("memory outside the training process grows {rate:.0} MiB/min: DataLoader workers' copies?")
+        })
+        .why(|| {
+            format!(
+                "the log's memory monitor, {steps}: the machine uses {} more, the training process {} more",
+                gib(system * mib),
+                gib(process * mib)
+            )
+        })
+        .why(|| match v.m.facts.num_workers {
+            Some(n) => format!("{n} DataLoader workers per process, each a copy-on-write fork"),
+            None => "DataLoader workers are forks: what each one writes it copies".to_string(),
+        })
+        .act(|| "run steptop next to the job (or steptop probe) to read each worker's private memory")
+        .act(|| "keep the cache in shared memory (numpy memmap, torch tensors in shared memory, LMDB) instead of a Python object per worker")
+        .act(|| "fewer workers, or a cache size per worker that fits them all"),
     )
 }

@@ -4,6 +4,7 @@
 use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
+use crate::parse::labels::Role;
 
 pub const UNLOGGED_TIME: Rule = Rule {
     id: "unlogged_time",
@@ -27,28 +28,50 @@ pub const UNLOGGED_TIME: Rule = Rule {
 };
 
 fn unlogged_time(v: &View, k: &Knobs) -> Option<Finding> {
-    let forward = v.forward_ms()?;
-    let unlogged = v.unlogged_ms()?;
-    let step = v.step_mean()?;
+    let b = v.breakdown();
+    let (forward, unlogged, step) = (b.forward_ms?, b.unlogged_ms?, b.step_ms?);
     if step <= 0.0 {
         return None;
     }
     let share = unlogged / step;
     let level = grade(share, k.get("share"), f64::INFINITY, k.get("exit"))?.map(|_| Severity::Info);
-    let title = || {
-        format!(
-            "{} of each step is not in any log: backward and optimizer",
-            pct(share)
-        )
+    let itemised = |role: Role| b.parts.iter().any(|p| p.role == role);
+    let missing = match (itemised(Role::Backward), itemised(Role::Optimizer)) {
+        (false, false) => ": backward and optimizer",
+        (true, false) => ": the optimizer and what else the step does",
+        (false, true) => ": the backward and what else the step does",
+        (true, true) => "",
+    };
+    let title = || format!("{} of each step is not in any log{missing}", pct(share));
+    let logged = |v: &View| {
+        let b = v.breakdown();
+        let mut names = vec![format!("the forward ({forward:.0} ms)")];
+        if let Some(d) = b.data_ms.filter(|d| *d >= 0.5) {
+            names.push(format!("data ({d:.0} ms)"));
+        }
+        names.extend(
+            b.parts
+                .iter()
+                .map(|p| format!("{} ({:.0} ms)", p.name, p.ms)),
+        );
+        names.join(", ")
     };
     let mut f = v.graded(level, title)
-        .why(|| format!(
-            "the logged stages cover {forward:.0} ms of a {step:.0} ms step; {unlogged:.0} ms is not logged"
-        ))
-        .why(|| format!(
-            "backward + optimizer take {:.1}x the forward",
-            unlogged / forward.max(1e-9)
-        ));
+        .why(|| if b.parts.is_empty() {
+            format!(
+                "the logged stages cover {forward:.0} ms of a {step:.0} ms step; {unlogged:.0} ms is not logged"
+            )
+        } else {
+            format!("logged: {}; {unlogged:.0} ms of a {step:.0} ms step is not", logged(v))
+        });
+    if missing == ": backward and optimizer" {
+        f = f.why(|| {
+            format!(
+                "backward + optimizer take {:.1}x the forward",
+                unlogged / forward.max(1e-9)
+            )
+        });
+    }
     if v.m.facts.gradient_checkpointing == Some(true) {
         f = f.why(|| "gradient checkpointing is on: the backward recomputes the forward");
     }
@@ -91,7 +114,7 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
     if n < 2 {
         return None;
     }
-    let &(name, ms, share) = shares.first()?;
+    let (name, ms, share) = shares.first()?.clone();
     let even = 1.0 / n as f64;
     let dominant = share >= k.get("share") && share >= k.get("even-factor") * even;
     let holds = share >= k.get("exit") && share >= k.get("even-factor") * even * 0.8;
@@ -114,7 +137,7 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
             pct(even)
         )
     });
-    if let Some(&(next, next_ms, _)) = shares.get(1) {
+    if let Some((next, next_ms, _)) = shares.get(1) {
         f = f.why(|| format!("the next largest is {next} at {next_ms:.0} ms"));
     }
     if let Some((stage, x)) = regressed {
@@ -132,12 +155,12 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
     )
 }
 
-/// The top-level stage that slowed most against its own early-run mean, if by `factor`.
+/// The forward piece that slowed most against its own early-run mean, if by `factor`.
 fn regression<'a>(v: &View<'a>, factor: f64) -> Option<(&'a str, f64)> {
     v.m.stages
         .by_name
         .iter()
-        .filter(|s| s.depth == 0)
+        .filter(|s| s.leaf)
         .filter_map(|s| Some((s.name.as_str(), s.trend(v.cfg.window_steps)?)))
         .filter(|(_, x)| *x >= factor)
         .max_by(|a, b| a.1.total_cmp(&b.1))

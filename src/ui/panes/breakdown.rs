@@ -9,6 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{Pane, View};
 use crate::model::Model;
+use crate::model::breakdown::Over;
 use crate::theme::Role;
 use crate::ui::widgets::fit;
 use crate::units::ms;
@@ -21,14 +22,13 @@ pub struct Segment {
     pub fill: char,
 }
 
-/// The recent step's parts, in step order. A log with stage timings but no step time (a
-/// timing log on its own) gives the forward stages alone.
-pub fn segments(m: &Model) -> Vec<Segment> {
-    let n = m.cfg.window_steps;
-    let step = m.merged.step_time_ms.recent(n).map(|s| s.mean);
-    let data = m.merged.data_time_ms.recent(n).map(|s| s.mean);
+/// The recent step's parts, in step order: Model::step_breakdown over the steps the
+/// diagnosis judges, so that the bar and the verdict speak of the same steps. A log with stage
+/// timings but no step time (a timing log on its own) gives the forward's pieces alone.
+pub fn segments(m: &Model, steps: usize) -> Vec<Segment> {
+    let b = m.step_breakdown(Over::Recent(steps));
     let mut out = Vec::new();
-    if let Some(d) = data {
+    if let Some(d) = b.data_ms {
         out.push(Segment {
             name: "data".into(),
             ms: d,
@@ -36,65 +36,72 @@ pub fn segments(m: &Model) -> Vec<Segment> {
             fill: '█',
         });
     }
-    let top: Vec<(String, f64)> = m
-        .stages
-        .by_name
-        .iter()
-        .filter(|s| s.depth == 0)
-        .filter_map(|s| Some((s.name.clone(), s.recent.mean_last(n)?)))
-        .collect();
-    let forward = m
-        .stages
-        .recent_forward
-        .mean_last(n)
-        .or_else(|| (!top.is_empty()).then(|| top.iter().map(|t| t.1).sum()));
-    for (i, (name, v)) in top.iter().enumerate() {
+    for (i, p) in b.pieces.iter().enumerate() {
         let (role, fill) = if i % 2 == 0 {
             (Role::Forward, '▓')
         } else {
             (Role::ChartAlt, '▒')
         };
         out.push(Segment {
-            name: name.clone(),
-            ms: *v,
+            name: p.name.clone(),
+            ms: p.ms,
             role,
             fill,
         });
     }
-    let Some(step) = step else {
-        return out;
-    };
-    let rest = step - data.unwrap_or(0.0);
-    match forward {
-        Some(fwd) => {
-            if out.len() == usize::from(data.is_some()) {
-                out.push(Segment {
-                    name: "forward".into(),
-                    ms: fwd,
-                    role: Role::Forward,
-                    fill: '▓',
-                });
-            }
+    // The forward's own time beyond its logged pieces (the glue between them, or a forward
+    // logged as one line) is part of it too.
+    if let Some(fwd) = b.forward_ms {
+        let pieces: f64 = b.pieces.iter().map(|p| p.ms).sum();
+        let rest = fwd - pieces;
+        if b.pieces.is_empty() || rest > 0.02 * fwd {
             out.push(Segment {
-                name: "unlogged (backward, optimizer)".into(),
-                ms: (rest - fwd).max(0.0),
-                role: Role::Unlogged,
-                fill: '░',
+                name: if b.pieces.is_empty() {
+                    "forward"
+                } else {
+                    "forward (rest)"
+                }
+                .into(),
+                ms: rest.max(0.0),
+                role: Role::Forward,
+                fill: '▓',
             });
         }
-        None => out.push(Segment {
-            name: "compute (not itemised)".into(),
-            ms: rest.max(0.0),
-            role: Role::Forward,
-            fill: '▓',
+    }
+    for p in &b.parts {
+        out.push(Segment {
+            name: p.name.clone(),
+            ms: p.ms,
+            role: Role::ChartAlt,
+            fill: '▒',
+        });
+    }
+    if b.step_ms.is_none() {
+        return out;
+    }
+    match b.unlogged_ms {
+        Some(u) => out.push(Segment {
+            name: "unlogged (backward, optimizer)".into(),
+            ms: u,
+            role: Role::Unlogged,
+            fill: '░',
         }),
+        None => {
+            let logged: f64 = out.iter().map(|s| s.ms).sum();
+            out.push(Segment {
+                name: "compute (not itemised)".into(),
+                ms: (b.step_ms.unwrap_or(0.0) - logged).max(0.0),
+                role: Role::Forward,
+                fill: '▓',
+            });
+        }
     }
     out
 }
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let m = &v.mon.model;
-    let n = m.cfg.window_steps;
+    let n = v.mon.diagnosis.config().window_steps;
     let extra = match m.merged.step_time_ms.recent(n) {
         Some(s) => format!("{} steps · p50 {} · p95 {}", s.n, ms(s.p50), ms(s.p95)),
         None if !m.stages.by_name.is_empty() => "forward stages only: no step time logged".into(),
@@ -103,8 +110,14 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let block = v.block(Pane::Breakdown, extra);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let segs = segments(m);
+    let segs = segments(m, n);
     let total: f64 = segs.iter().map(|s| s.ms).sum();
+    // Shares of the mean step, as the report and the rules give them; of the parts' sum when
+    // no step time is logged.
+    let whole = m
+        .step_ms(Over::Recent(n))
+        .filter(|s| *s > 0.0)
+        .unwrap_or(total);
     if segs.is_empty() || total <= 0.0 {
         let msg = "no step or stage times yet (the log has not said how long a step takes)";
         f.render_widget(Paragraph::new(v.span(msg, Role::Muted)), inner);
@@ -112,7 +125,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     }
     let width = inner.width as usize;
     let mut lines = vec![Line::from(bar(v, &segs, total, width))];
-    let legend = |s: &Segment| format!("{} {} {:.0}%", s.name, ms(s.ms), 100.0 * s.ms / total);
+    let legend = |s: &Segment| format!("{} {} {:.0}%", s.name, ms(s.ms), 100.0 * s.ms / whole);
     let rows = (inner.height as usize).saturating_sub(1);
     if rows >= 3 || rows >= segs.len() {
         // One row per part; when they do not all fit, the costliest ones.

@@ -7,6 +7,8 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{Pane, View};
+use crate::display;
+use crate::model::breakdown::Over;
 use crate::theme::Role;
 use crate::ui::widgets::fit;
 use crate::units::ms;
@@ -17,7 +19,7 @@ const TREND_SHOWN: f64 = 0.1;
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let m = &v.mon.model;
     let n = m.cfg.window_steps;
-    let forward = m.stages.recent_forward.mean_last(n);
+    let forward = m.forward_ms(Over::Recent(n));
     let extra = forward
         .map(|fw| format!("forward {}", ms(fw)))
         .unwrap_or_default();
@@ -50,7 +52,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         };
         let share = forward
             .filter(|fw| *fw > 0.0)
-            .and_then(|fw| Some(s.recent.mean_last(n)? / fw));
+            .and_then(|fw| Some(s.mean(Over::Recent(n))? / fw));
         let share = share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0));
         let (trend, role) = match s.trend(n) {
             Some(t) if t >= 1.0 + TREND_SHOWN => (format!("↑{t:.2}x"), Role::Warn),
@@ -59,12 +61,10 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             None => ("".into(), Role::Muted),
         };
         let indent = "  ".repeat(usize::from(s.depth));
-        let name = fit(&format!("{indent}{}", s.name), name_w);
+        // Padded by cells: a CJK name takes two per character.
+        let name = display::pad(&fit(&format!("{indent}{}", s.name), name_w), name_w);
         lines.push(Line::from(vec![
-            v.span(
-                format!("{name:<name_w$} {:>10} {share:>6} ", ms(p50)),
-                Role::Text,
-            ),
+            v.span(format!("{name} {:>10} {share:>6} ", ms(p50)), Role::Text),
             v.span(format!("{trend:>7}"), role),
         ]));
     }

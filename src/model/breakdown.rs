@@ -1,0 +1,154 @@
+//! Where a step's time goes, computed once for everyone: the report, the live view, the rules
+//! and the metrics all call these methods, over the whole run or the recent steps, so that no
+//! two of them can disagree about a figure.
+
+use super::Model;
+use crate::parse::labels::Role;
+
+/// Which steps a figure is computed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Over {
+    /// The whole run (the report).
+    Run,
+    /// The last N steps (and timing blocks): the live view, the rules, the metrics.
+    Recent(usize),
+}
+
+/// One logged part of the step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Piece {
+    pub name: String,
+    pub ms: f64,
+    pub role: Role,
+}
+
+/// A step split into what the logs say it holds. Absent figures are None, never 0.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    /// Mean step time.
+    pub step_ms: Option<f64>,
+    /// Data time over step time, over the steps that logged both.
+    pub data_share: Option<f64>,
+    /// The data wait: the share of the mean step when known, else the mean data time.
+    pub data_ms: Option<f64>,
+    /// The forward as the timing blocks give it.
+    pub forward_ms: Option<f64>,
+    /// The finest pieces of the forward, in the order the log prints them.
+    pub pieces: Vec<Piece>,
+    /// Logged parts outside the forward besides the data wait (loss, backward, optimizer).
+    pub parts: Vec<Piece>,
+    /// The time no log line covers (backward and optimizer when they are not itemised).
+    pub unlogged_ms: Option<f64>,
+}
+
+impl Breakdown {
+    /// The logged parts outside the forward, added up.
+    pub fn parts_ms(&self) -> f64 {
+        self.parts.iter().map(|p| p.ms).sum()
+    }
+}
+
+impl Model {
+    /// Mean step time over `span`.
+    pub fn step_ms(&self, span: Over) -> Option<f64> {
+        let m = &self.merged.step_time_ms;
+        match span {
+            Over::Run => m.run.mean(),
+            Over::Recent(n) => m.recent.mean_last(n),
+        }
+    }
+
+    /// Data time over step time, summed over the steps of `span` that logged both.
+    pub fn data_share(&self, span: Over) -> Option<f64> {
+        match span {
+            Over::Run => self.merged.data_share(),
+            Over::Recent(n) => self.merged.recent_data_share(n),
+        }
+    }
+
+    /// The forward time of the timing blocks of `span`.
+    pub fn forward_ms(&self, span: Over) -> Option<f64> {
+        match span {
+            Over::Run => self.stages.forward_ms.mean(),
+            Over::Recent(n) => self.stages.recent_forward.mean_last(n),
+        }
+    }
+
+    /// Where the step's time goes over `span`.
+    pub fn step_breakdown(&self, span: Over) -> Breakdown {
+        let step_ms = self.step_ms(span);
+        let data_share = self.data_share(span);
+        let data_mean = match span {
+            Over::Run => self.merged.data_time_ms.run.mean(),
+            Over::Recent(n) => self.merged.data_time_ms.recent.mean_last(n),
+        };
+        let data_ms = match (data_share, step_ms) {
+            (Some(share), Some(step)) => Some(share * step),
+            _ => data_mean,
+        };
+        let mean = |run: &super::window::RunStats, recent: &super::window::Rolling| match span {
+            Over::Run => run.mean(),
+            Over::Recent(n) => recent.mean_last(n),
+        };
+        let forward_ms = self.forward_ms(span);
+        let pieces = self
+            .stages
+            .by_name
+            .iter()
+            .filter(|s| s.leaf)
+            .filter_map(|s| {
+                Some(Piece {
+                    name: s.name.clone(),
+                    ms: s.mean(span)?,
+                    role: if s.copies { Role::Copy } else { Role::Stage },
+                })
+            })
+            .collect();
+        let parts: Vec<Piece> = self
+            .stages
+            .parts
+            .iter()
+            .filter(|p| p.role != Role::Data)
+            .filter_map(|p| {
+                Some(Piece {
+                    name: p.name.clone(),
+                    ms: p.mean(span)?,
+                    role: p.role,
+                })
+            })
+            .collect();
+        let matched = mean(&self.stages.unlogged_ms, &self.stages.recent_unlogged);
+        let other = mean(&self.stages.other_ms, &self.stages.recent_other).unwrap_or(0.0);
+        let unlogged = matched.or_else(|| {
+            let rest = step_ms? - data_ms.unwrap_or(0.0) - forward_ms? - other;
+            Some(rest.max(0.0))
+        });
+        Breakdown {
+            step_ms,
+            data_share,
+            data_ms,
+            forward_ms,
+            pieces,
+            parts,
+            unlogged_ms: unlogged,
+        }
+    }
+
+    /// The finest forward pieces with their time and share of the forward over `span`,
+    /// largest first: what a hotspot is judged on.
+    pub fn stage_shares(&self, span: Over) -> Vec<(String, f64, f64)> {
+        let b = self.step_breakdown(span);
+        let sum: f64 = b.pieces.iter().map(|p| p.ms).sum();
+        let forward = b.forward_ms.filter(|f| *f >= sum * 0.999).unwrap_or(sum);
+        if forward <= 0.0 {
+            return Vec::new();
+        }
+        let mut shares: Vec<(String, f64, f64)> = b
+            .pieces
+            .into_iter()
+            .map(|p| (p.name, p.ms, p.ms / forward))
+            .collect();
+        shares.sort_by(|a, b| b.2.total_cmp(&a.2));
+        shares
+    }
+}
