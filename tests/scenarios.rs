@@ -1,6 +1,7 @@
 //! Every fixtures/runs/<scenario>/ through the real `steptop report --format json`, checked
 //! against its expected.toml: `args` are the files in order, each `[[expect]]` a dotted path into
-//! the report with `equals` or `approx` + `tol`. The diagnosis: `verdict` (a rule id, or
+//! the report with `equals`, `approx` + `tol`, or `contains` (a piece of a text). The
+//! diagnosis: `verdict` (a rule id, or
 //! "none"), `only` (every rule raised is one of these), `never` (rules that must not be
 //! raised), and each `[[alert]]` an alert that must be raised: `rule`, and optionally
 //! `severity`, `first_step` (± `first_step_tol`), `cleared` (true/false), `title` and
@@ -35,6 +36,12 @@ fn check(report: &Json, want: &toml::Table) -> Option<String> {
         return match got.as_f64() {
             Some(g) if (g - approx).abs() <= tol => None,
             _ => Some(format!("{path}: want {approx} ± {tol}, got {got}")),
+        };
+    }
+    if let Some(part) = want.get("contains").and_then(Value::as_str) {
+        return match got.as_str() {
+            Some(g) if g.contains(part) => None,
+            _ => Some(format!("{path}: want text containing {part:?}, got {got}")),
         };
     }
     let equal = match (want.get("equals")?, got) {

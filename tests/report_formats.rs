@@ -1,0 +1,151 @@
+//! One computation per figure: every scenario of fixtures/runs through `steptop report` in its
+//! three formats, and every figure the text and the markdown print must be the JSON's, in the
+//! same words (the step breakdown's rows, the data share, the stages' shares, the cache's rate,
+//! the step count). A figure computed twice, or once differently per format, fails here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value as Json;
+use steptop::display::{self, Tabs};
+use steptop::units::{ms, pct};
+
+fn report(args: &[PathBuf], format: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["report", "--format", format])
+        .args(args)
+        .output()
+        .expect("steptop runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The scenarios' argument lists, from their expected.toml.
+fn scenarios() -> Vec<(String, Vec<PathBuf>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("fixtures/runs")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    dirs.sort();
+    dirs.iter()
+        .map(|dir| {
+            let expected: toml::Table =
+                toml::from_str(&std::fs::read_to_string(dir.join("expected.toml")).expect("read"))
+                    .expect("toml");
+            let args = expected["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .map(|a| dir.join(a.as_str().expect("a path")))
+                .collect();
+            (dir.display().to_string(), args)
+        })
+        .collect()
+}
+
+/// The line of `text` that starts with `head`, if any.
+fn line_of<'a>(text: &'a str, head: &str) -> Option<&'a str> {
+    text.lines().find(|l| l.starts_with(head))
+}
+
+/// The text report's breakdown: from its heading to the next blank line.
+fn breakdown_of(text: &str) -> &str {
+    let start = text
+        .find("where a step's time goes")
+        .or_else(|| text.find("no step times in these logs"))
+        .unwrap_or(text.len());
+    let rest = &text[start..];
+    &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+}
+
+#[test]
+fn text_markdown_and_json_give_the_same_figures() {
+    let mut failures = Vec::new();
+    for (name, args) in scenarios() {
+        let json: Json = serde_json::from_str(&report(&args, "json")).expect("json");
+        let text = report(&args, "text");
+        let md = report(&args, "markdown");
+        let mut fail = |what: String| failures.push(format!("{name}: {what}"));
+        // The breakdown, row by row.
+        for p in json["breakdown"]["parts"].as_array().expect("parts") {
+            let shown = |x: &Json, f: fn(f64) -> String| x.as_f64().map_or("-".into(), f);
+            let (value, share) = (shown(&p["ms"], ms), shown(&p["share"], pct));
+            let label = match p["role"].as_str().expect("role") {
+                "data" => "data loading".to_string(),
+                "forward" => "forward".to_string(),
+                "unlogged" => "unlogged".to_string(),
+                _ => display::shown(p["name"].as_str().expect("name"), Tabs::Space).into_owned(),
+            };
+            let cut = format!("  {}", display::truncate(&label, 17));
+            match line_of(breakdown_of(&text), &cut) {
+                Some(l) if l.contains(&value) && l.contains(&share) => {}
+                other => fail(format!("text row {label:?} {value} {share}: {other:?}")),
+            }
+            if !md
+                .lines()
+                .any(|l| l.starts_with('|') && l.contains(&format!("| {value} | {share} |")))
+            {
+                fail(format!("markdown row {label:?} {value} {share}"));
+            }
+        }
+        // The data share: printed only when the JSON has one.
+        let share = json["data_share"].as_f64().map(pct);
+        let text_share = line_of(&text, "throughput").and_then(|l| {
+            l.split("data share ")
+                .nth(1)
+                .map(|s| s.trim().trim_end_matches(',').to_string())
+        });
+        if text_share != share {
+            fail(format!("text data share {text_share:?}, json {share:?}"));
+        }
+        let md_share = line_of(&md, "| data share |").map(|l| {
+            l.trim_start_matches("| data share |")
+                .trim_end_matches('|')
+                .trim()
+                .to_string()
+        });
+        if md_share != share {
+            fail(format!("markdown data share {md_share:?}, json {share:?}"));
+        }
+        // The stages' shares of the forward.
+        for s in json["stages"].as_array().expect("stages").iter().take(12) {
+            let (Some(mean), Some(share)) = (s["mean_ms"].as_f64(), s["share"].as_f64()) else {
+                continue;
+            };
+            let stage = display::shown(s["name"].as_str().expect("name"), Tabs::Space).into_owned();
+            let row = format!("{} {}", ms(mean), "");
+            let in_text = text.lines().any(|l| {
+                l.trim_start().starts_with(display::truncate(&stage, 20))
+                    && l.contains(row.trim())
+                    && l.contains(&pct(share))
+            });
+            if !in_text {
+                fail(format!("text stage {stage} {} {}", ms(mean), pct(share)));
+            }
+            if !md.contains(&format!("| {} |", ms(mean))) || !md.contains(&pct(share)) {
+                fail(format!("markdown stage {stage}"));
+            }
+        }
+        // The cache's hit rate and the step count.
+        if let Some(rate) = json["cache"]["hit_rate"].as_f64() {
+            if !line_of(&text, "cache").is_some_and(|l| l.contains(&pct(rate))) {
+                fail(format!("text cache rate {}", pct(rate)));
+            }
+            if !md.contains(&format!("| cache hit rate | {} |", pct(rate))) {
+                fail(format!("markdown cache rate {}", pct(rate)));
+            }
+        }
+        let count = json["steps"]["count"].as_u64().expect("count");
+        if !text.contains(&format!("{count} step records"))
+            || !md.contains(&format!("{count} step records"))
+        {
+            fail(format!("step count {count}"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
