@@ -46,7 +46,7 @@ const VARIANTS: &[Variant] = &[
         step_ms: None,
         hottest: ("VRT Stage8", 963.19 / 1805.28),
         reading: Some(
-            "Total 3610.53 ms = 前向传播总耗时 + VRT处理 + Spike模块: nested lines counted once",
+            "Total = 前向传播总耗时 + VRT处理 + Spike模块: nested lines counted once, so the forward is 前向传播总耗时",
         ),
     },
     Variant {
@@ -67,7 +67,7 @@ Total : 3610.53ms
         forward_ms: 1805.28,
         step_ms: None,
         hottest: ("VRT Stage8", 963.19 / 1805.28),
-        reading: Some("Total 3610.53 ms = 前向传播总耗时 + VRT处理 + Spike模块"),
+        reading: Some("Total = 前向传播总耗时 + VRT处理 + Spike模块"),
     },
     Variant {
         name: "flat stages, no total",
@@ -92,7 +92,7 @@ Total : 600.00ms
         forward_ms: 600.0,
         step_ms: None,
         hottest: ("encoder", 0.5),
-        reading: Some("Total 600 ms is the forward"),
+        reading: Some("Total is the forward"),
     },
     Variant {
         name: "indented stages, Total of the top level",
@@ -106,7 +106,7 @@ Total : 400.00ms
         forward_ms: 400.0,
         step_ms: None,
         hottest: ("attn", 0.5),
-        reading: Some("Total 400 ms is the forward"),
+        reading: Some("Total is the forward"),
     },
     Variant {
         name: "seconds",
@@ -119,7 +119,7 @@ Total : 1.000s
         forward_ms: 1000.0,
         step_ms: None,
         hottest: ("backbone", 0.78),
-        reading: Some("Total 1000 ms is the forward"),
+        reading: Some("Total is the forward"),
     },
     Variant {
         name: "microseconds",
@@ -146,7 +146,7 @@ Total : 330.00ms
         forward_ms: 100.0,
         step_ms: Some(330.0),
         hottest: ("encoder", 0.6),
-        reading: Some("Total 330 ms is the whole step"),
+        reading: Some("Total is the whole step: forward + backward + optimizer itemised"),
     },
     Variant {
         name: "Chinese, a footer forward total and a Total that is the whole step",
@@ -162,7 +162,9 @@ Total : 3700.00ms
         forward_ms: 1000.0,
         step_ms: Some(3700.0),
         hottest: ("编码器", 0.78),
-        reading: Some("Total 3700 ms is the whole step"),
+        reading: Some(
+            "Total is the whole step: 数据加载耗时 + 前向传播总耗时 + 损失计算耗时 itemised",
+        ),
     },
     Variant {
         name: "mixed languages, 总计 the whole step",
@@ -177,7 +179,7 @@ loss : 3.00ms
         forward_ms: 100.0,
         step_ms: Some(400.0),
         hottest: ("encoder", 0.7),
-        reading: Some("总计 400 ms is the whole step"),
+        reading: Some("总计 is the whole step"),
     },
     Variant {
         name: "a forward line and no total",
@@ -200,7 +202,7 @@ b : 60.00ms
         forward_ms: 100.0,
         step_ms: None,
         hottest: ("b", 0.6),
-        reading: Some("Total 100 ms is the forward"),
+        reading: Some("Total is the forward"),
     },
     Variant {
         name: "a [Step N] prefix on every line",
@@ -227,7 +229,7 @@ b : 60.00ms
         forward_ms: 1805.28,
         step_ms: None,
         hottest: ("VRT Stage8", 963.19 / 1805.28),
-        reading: Some("Total 3610.53 ms = 前向传播总耗时 + VRT处理 + Spike模块"),
+        reading: Some("Total = 前向传播总耗时 + VRT处理 + Spike模块"),
     },
 ];
 

@@ -448,7 +448,9 @@ fn note(
     forward_ms: Option<f64>,
 ) -> String {
     let t_line = &lines[t];
-    let head = format!("{} {} ms", t_line.name, logged(t_line.ms));
+    // The sentence holds for every block of the layout; the figures are one block's.
+    let name = &t_line.name;
+    let total_ms = logged(t_line.ms);
     let names = |set: &[usize]| {
         if set.len() > 4 {
             format!("the sum of {} lines", set.len())
@@ -459,52 +461,52 @@ fn note(
                 .join(" + ")
         }
     };
+    let sum = |set: &[usize]| set.iter().map(|&i| lines[i].ms).sum::<f64>();
     match total {
         TotalIs::Absent => String::new(),
         TotalIs::Nested => {
             let forward = match (forward_line, forward_ms) {
                 (Some(f), _) => format!(
-                    "; the forward is {} ({} ms)",
+                    ", so the forward is {} (last block: {name} {total_ms} ms, forward {} ms)",
                     lines[f].name,
                     logged(lines[f].ms)
                 ),
-                (None, Some(ms)) => format!("; the forward is {} ms", logged(ms)),
-                _ => String::new(),
+                (None, Some(ms)) => format!(
+                    " (last block: {name} {total_ms} ms, forward {} ms)",
+                    logged(ms)
+                ),
+                _ => format!(" (last block: {name} {total_ms} ms)"),
             };
             format!(
-                "{head} = {}: nested lines counted once{forward}",
+                "{name} = {}: nested lines counted once{forward}",
                 names(counted)
             )
         }
         TotalIs::Forward => {
-            let covered: f64 = roots.iter().map(|&i| lines[i].ms).sum();
+            let tail = format!(
+                "(last block: {name} {total_ms} ms, {:.0} ms of it itemised)",
+                sum(roots)
+            );
             match roots {
-                [] => format!("{head} is the forward"),
+                [] => format!("{name} is the forward (last block: {total_ms} ms)"),
                 [one] => format!(
-                    "{head} is the forward: {} takes {covered:.0} ms of it",
+                    "{name} is the forward, {} a part of it {tail}",
                     lines[*one].name
                 ),
-                _ if roots.len() > 4 => format!(
-                    "{head} is the forward: its {} parts add up to {covered:.0} ms",
-                    roots.len()
-                ),
-                _ => format!(
-                    "{head} is the forward: {} add up to {covered:.0} ms",
-                    names(roots)
-                ),
+                _ if roots.len() > 4 => {
+                    format!("{name} is the forward: its {} parts {tail}", roots.len())
+                }
+                _ => format!("{name} is the forward: {} its parts {tail}", names(roots)),
             }
         }
-        TotalIs::Step => {
-            let logged: f64 = roots.iter().map(|&i| lines[i].ms).sum();
-            format!(
-                "{head} is the whole step: {} itemised, {:.0} ms not (backward, optimizer)",
-                names(roots),
-                (t_line.ms - logged).max(0.0)
-            )
-        }
+        TotalIs::Step => format!(
+            "{name} is the whole step: {} itemised, the rest in no log (backward, optimizer; last block: {name} {total_ms} ms, {:.0} ms not itemised)",
+            names(roots),
+            (t_line.ms - sum(roots)).max(0.0)
+        ),
         TotalIs::Ignored => format!(
-            "{head} is less than its parts ({:.0} ms): ignored",
-            roots.iter().map(|&i| lines[i].ms).sum::<f64>()
+            "{name} is less than its parts: ignored (last block: {name} {total_ms} ms, parts {:.0} ms)",
+            sum(roots)
         ),
     }
 }
@@ -560,7 +562,7 @@ mod tests {
         assert_eq!(
             r.note.as_deref(),
             Some(
-                "Total 3610.53 ms = 前向传播总耗时 + VRT处理 + Spike模块: nested lines counted once; the forward is 前向传播总耗时 (1805.28 ms)"
+                "Total = 前向传播总耗时 + VRT处理 + Spike模块: nested lines counted once, so the forward is 前向传播总耗时 (last block: Total 3610.53 ms, forward 1805.28 ms)"
             )
         );
         assert!(fits(&s, &lines));
