@@ -281,7 +281,7 @@ fn every_variant_gives_the_figures_its_author_meant() {
         let shares = m.stage_shares(Over::Run);
         match shares.first() {
             Some((name, _, share))
-                if name == v.hottest.0 && (share - v.hottest.1).abs() < 0.005 => {}
+                if *name == v.hottest.0 && (share - v.hottest.1).abs() < 0.005 => {}
             other => why.push(format!("hottest {other:?}, want {:?}", v.hottest)),
         }
         match (v.reading, m.stages.reading()) {

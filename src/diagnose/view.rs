@@ -23,7 +23,8 @@ pub struct View<'a> {
     step_mean: OnceCell<Option<f64>>,
     data_ms: OnceCell<Option<f64>>,
     data_share: OnceCell<Option<f64>>,
-    breakdown: OnceCell<Breakdown>,
+    breakdown: OnceCell<Breakdown<'a>>,
+    stage_shares: OnceCell<Vec<(&'a str, f64, f64)>>,
 }
 
 impl<'a> View<'a> {
@@ -38,6 +39,7 @@ impl<'a> View<'a> {
             data_ms: OnceCell::new(),
             data_share: OnceCell::new(),
             breakdown: OnceCell::new(),
+            stage_shares: OnceCell::new(),
         }
     }
 
@@ -128,15 +130,16 @@ impl<'a> View<'a> {
     }
 
     /// Where the recent steps' time goes (Model::step_breakdown over the window).
-    pub fn breakdown(&self) -> &Breakdown {
+    pub fn breakdown(&self) -> &Breakdown<'a> {
         self.breakdown
             .get_or_init(|| self.m.step_breakdown(self.span()))
     }
 
     /// The finest forward pieces with their recent mean and share of the forward, largest
     /// first.
-    pub fn stage_shares(&self) -> Vec<(String, f64, f64)> {
-        self.m.stage_shares(self.span())
+    pub fn stage_shares(&self) -> &[(&'a str, f64, f64)] {
+        self.stage_shares
+            .get_or_init(|| self.breakdown().stage_shares())
     }
 
     /// The recent cache hit rate (0-1).

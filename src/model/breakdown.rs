@@ -14,17 +14,17 @@ pub enum Over {
     Recent(usize),
 }
 
-/// One logged part of the step.
+/// One logged part of the step; its name borrowed from the model (no copy per evaluation).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Piece {
-    pub name: String,
+pub struct Piece<'a> {
+    pub name: &'a str,
     pub ms: f64,
     pub role: Role,
 }
 
 /// A step split into what the logs say it holds. Absent figures are None, never 0.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Breakdown {
+pub struct Breakdown<'a> {
     /// Mean step time.
     pub step_ms: Option<f64>,
     /// Data time over step time, over the steps that logged both.
@@ -34,14 +34,14 @@ pub struct Breakdown {
     /// The forward as the timing blocks give it.
     pub forward_ms: Option<f64>,
     /// The finest pieces of the forward, in the order the log prints them.
-    pub pieces: Vec<Piece>,
+    pub pieces: Vec<Piece<'a>>,
     /// Logged parts outside the forward besides the data wait (loss, backward, optimizer).
-    pub parts: Vec<Piece>,
+    pub parts: Vec<Piece<'a>>,
     /// The time no log line covers (backward and optimizer when they are not itemised).
     pub unlogged_ms: Option<f64>,
 }
 
-impl Breakdown {
+impl Breakdown<'_> {
     /// The logged parts outside the forward, added up.
     pub fn parts_ms(&self) -> f64 {
         self.parts.iter().map(|p| p.ms).sum()
@@ -75,7 +75,7 @@ impl Model {
     }
 
     /// Where the step's time goes over `span`.
-    pub fn step_breakdown(&self, span: Over) -> Breakdown {
+    pub fn step_breakdown(&self, span: Over) -> Breakdown<'_> {
         let step_ms = self.step_ms(span);
         let data_share = self.data_share(span);
         let data_mean = match span {
@@ -98,7 +98,7 @@ impl Model {
             .filter(|s| s.leaf)
             .filter_map(|s| {
                 Some(Piece {
-                    name: s.name.clone(),
+                    name: &s.name,
                     ms: s.mean(span)?,
                     role: if s.copies { Role::Copy } else { Role::Stage },
                 })
@@ -111,7 +111,7 @@ impl Model {
             .filter(|p| p.role != Role::Data)
             .filter_map(|p| {
                 Some(Piece {
-                    name: p.name.clone(),
+                    name: &p.name,
                     ms: p.mean(span)?,
                     role: p.role,
                 })
@@ -136,16 +136,22 @@ impl Model {
 
     /// The finest forward pieces with their time and share of the forward over `span`,
     /// largest first: what a hotspot is judged on.
-    pub fn stage_shares(&self, span: Over) -> Vec<(String, f64, f64)> {
-        let b = self.step_breakdown(span);
-        let sum: f64 = b.pieces.iter().map(|p| p.ms).sum();
-        let forward = b.forward_ms.filter(|f| *f >= sum * 0.999).unwrap_or(sum);
+    pub fn stage_shares(&self, span: Over) -> Vec<(&str, f64, f64)> {
+        self.step_breakdown(span).stage_shares()
+    }
+}
+
+impl<'a> Breakdown<'a> {
+    /// The forward's pieces with their time and share of the forward, largest first.
+    pub fn stage_shares(&self) -> Vec<(&'a str, f64, f64)> {
+        let sum: f64 = self.pieces.iter().map(|p| p.ms).sum();
+        let forward = self.forward_ms.filter(|f| *f >= sum * 0.999).unwrap_or(sum);
         if forward <= 0.0 {
             return Vec::new();
         }
-        let mut shares: Vec<(String, f64, f64)> = b
+        let mut shares: Vec<(&str, f64, f64)> = self
             .pieces
-            .into_iter()
+            .iter()
             .map(|p| (p.name, p.ms, p.ms / forward))
             .collect();
         shares.sort_by(|a, b| b.2.total_cmp(&a.2));

@@ -251,8 +251,13 @@ impl Model {
                 }
                 self.stages.stage(s, stamp);
             }
-            Record::StageTotal { name, ms, step } => {
-                self.stages.total(name, ms, step, stamp);
+            Record::StageTotal {
+                name,
+                role,
+                ms,
+                step,
+            } => {
+                self.stages.total(name, role, ms, step, stamp);
             }
             Record::StageBlockStart { step } => {
                 if let Some(step) = step {

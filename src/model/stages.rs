@@ -11,7 +11,7 @@ use super::Stamp;
 use super::breakdown::Over;
 use super::timing::{self, Line, Place, Structure, TotalIs};
 use super::window::{Rolling, RunStats};
-use crate::parse::labels::{self, Role};
+use crate::parse::labels::Role;
 use crate::parse::record::StageRecord;
 
 /// Blocks that count towards a stage's baseline (after the warm-up ones).
@@ -117,8 +117,6 @@ const MATCH_KEEP: usize = 4096;
 const LAYOUTS_KEPT: usize = 64;
 /// Structures one layout keeps with their votes.
 const CANDIDATES: usize = 4;
-/// Labels whose meaning is remembered.
-const ROLES_KEPT: usize = 4096;
 
 /// All timing-block state.
 #[derive(Clone, Debug)]
@@ -151,7 +149,6 @@ pub struct Stages {
     /// Per file: whether its total comes first in a block (else last), once seen.
     total_first: Vec<(usize, bool)>,
     layouts: HashMap<u64, Vec<(Structure, u64)>>,
-    roles: HashMap<String, Role>,
     steps: BTreeMap<u64, StepFacts>,
     steps_by_time: VecDeque<(f64, StepFacts)>,
     pending: VecDeque<(u64, Figures)>,
@@ -178,7 +175,6 @@ impl Stages {
             open: Vec::new(),
             total_first: Vec::new(),
             layouts: HashMap::new(),
-            roles: HashMap::new(),
             steps: BTreeMap::new(),
             steps_by_time: VecDeque::new(),
             pending: VecDeque::new(),
@@ -195,7 +191,7 @@ impl Stages {
     /// another step number, begins the next block.
     pub fn stage(&mut self, s: StageRecord, at: &Stamp) {
         let line = Line {
-            role: self.role(&s.name),
+            role: s.role,
             name: s.name,
             ms: s.ms,
             share_pct: s.share_pct,
@@ -221,9 +217,9 @@ impl Stages {
     /// A total line. It ends its block when the file prints totals last, and begins one when
     /// it prints them first (learnt from the first total: one that finds no lines before it
     /// in its block comes first).
-    pub fn total(&mut self, name: String, ms: f64, step: Option<u64>, at: &Stamp) {
+    pub fn total(&mut self, name: String, role: Role, ms: f64, step: Option<u64>, at: &Stamp) {
         let line = Line {
-            role: self.role(&name),
+            role,
             name,
             ms,
             share_pct: None,
@@ -288,18 +284,6 @@ impl Stages {
             .iter_mut()
             .find(|(s, _)| *s == source)
             .map(|(_, b)| b)
-    }
-
-    /// What a label means, remembered: blocks repeat their labels.
-    fn role(&mut self, name: &str) -> Role {
-        if let Some(r) = self.roles.get(name) {
-            return *r;
-        }
-        let r = labels::role(name);
-        if self.roles.len() < ROLES_KEPT {
-            self.roles.insert(name.to_string(), r);
-        }
-        r
     }
 
     /// Closes the open block of file `source`, if any, and folds it in.
@@ -536,6 +520,7 @@ mod tests {
     fn st(name: &str, ms: f64, depth: u8) -> StageRecord {
         StageRecord {
             name: name.into(),
+            role: crate::parse::labels::role(name),
             ms,
             share_pct: None,
             depth,
@@ -562,7 +547,7 @@ mod tests {
         ] {
             s.stage(r, &at(0));
         }
-        s.total("Total".into(), 190.0, Some(1), &at(0));
+        s.total("Total".into(), Role::Total, 190.0, Some(1), &at(0));
         assert_eq!(s.forward_ms.mean(), Some(100.0));
         assert_eq!(s.readings[0].0, TotalIs::Nested);
     }
@@ -573,7 +558,7 @@ mod tests {
         for r in [st("a", 10.0, 0), st("b", 80.0, 0)] {
             s.stage(r, &at(0));
         }
-        s.total("Total".into(), 100.0, None, &at(0));
+        s.total("Total".into(), Role::Total, 100.0, None, &at(0));
         assert_eq!(s.forward_ms.mean(), Some(100.0));
     }
 
@@ -581,7 +566,7 @@ mod tests {
     fn totals_first_begin_their_block() {
         let mut s = Stages::new(10);
         for _ in 0..3 {
-            s.total("Total".into(), 100.0, None, &at(0));
+            s.total("Total".into(), Role::Total, 100.0, None, &at(0));
             s.stage(st("a", 40.0, 0), &at(0));
             s.stage(st("b", 60.0, 0), &at(0));
         }

@@ -419,6 +419,12 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
 
 /// Stores a cache counter `field` read from `value` in `rec`; false for other fields.
 pub fn apply_cache(field: Field, value: &str, rec: &mut CacheRecord) -> bool {
+    if !matches!(
+        field,
+        Field::CacheHits | Field::CacheMisses | Field::CacheHitRate
+    ) {
+        return false;
+    }
     let Some((v, unit, _)) = num::number_unit(value) else {
         return false;
     };

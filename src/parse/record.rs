@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::labels::Role;
+
 /// The family of line shapes a record was recognised as; reported per file as its format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -118,10 +120,13 @@ impl StepRecord {
     }
 }
 
-/// One forward stage's cost from a timing log. `depth` is the nesting level (0 = top).
+/// One line of a timing block: a stage's cost, or another part of the step its label names.
+/// `depth` is the nesting its indentation shows (0 = the block's outermost lines).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StageRecord {
     pub name: String,
+    /// What the label says the line measures (labels.rs): read once per line shape.
+    pub role: Role,
     pub ms: f64,
     pub share_pct: Option<f64>,
     pub depth: u8,
@@ -215,6 +220,8 @@ pub enum Record {
     /// whether it is the forward, the whole step, or a sum that counts nested lines twice.
     StageTotal {
         name: String,
+        /// `Total` or `StepTotal`.
+        role: Role,
         ms: f64,
         step: Option<u64>,
     },

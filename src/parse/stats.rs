@@ -126,10 +126,12 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
         let inner = after_unit.strip_prefix('(')?.strip_suffix(')')?;
         Some(num::number(inner.strip_suffix('%')?)?)
     };
-    if labels::role(label).is_total() {
+    let role = labels::role(label);
+    if role.is_total() {
         ctx.stage_indents.clear();
         out.push(Record::StageTotal {
             name: label.to_string(),
+            role,
             ms,
             step: ctx.block_step,
         });
@@ -144,6 +146,7 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
     ctx.stage_indents.push(indent);
     out.push(Record::Stage(StageRecord {
         name: label.to_string(),
+        role,
         ms,
         share_pct,
         depth,
@@ -273,6 +276,7 @@ mod tests {
             out.last(),
             Some(&Record::StageTotal {
                 name: "Total".into(),
+                role: labels::Role::Total,
                 ms: 190.0,
                 step: Some(7)
             })

@@ -139,6 +139,7 @@ pub fn parse(patterns: &[UserPattern], p: &str, out: &mut Vec<Record>) -> Option
         }
         if let (Some(name), Some(ms)) = (stage, stage_ms) {
             out.push(Record::Stage(StageRecord {
+                role: super::labels::role(&name),
                 name,
                 ms,
                 share_pct: None,

@@ -467,7 +467,7 @@ fn breakdown_out(b: &Breakdown) -> BreakdownOut {
     }
     for p in &b.parts {
         parts.push(PartOut {
-            name: p.name.clone(),
+            name: p.name.to_string(),
             role: p.role.name(),
             ms: Some(p.ms),
             share: share(Some(p.ms)),

@@ -308,19 +308,15 @@ pub const H2D_COPY_BOUND: Rule = Rule {
 };
 
 fn h2d_copy_bound(v: &View, k: &Knobs) -> Option<Finding> {
-    let b = v.breakdown();
+    // Only a log that times a copy needs the breakdown.
+    let copies = v.m.stages.by_name.iter().any(|s| s.copies)
+        || v.m.stages.parts.iter().any(|p| p.role == Role::Copy);
+    let b = copies.then(|| v.breakdown());
     let stage = b
-        .parts
         .iter()
-        .chain(&b.pieces)
+        .flat_map(|b| b.parts.iter().chain(&b.pieces))
         .find(|p| p.role == Role::Copy)
-        .and_then(|p| {
-            Some((
-                p.name.as_str(),
-                p.ms,
-                p.ms / v.step_mean().filter(|m| *m > 0.0)?,
-            ))
-        })
+        .and_then(|p| Some((p.name, p.ms, p.ms / v.step_mean().filter(|m| *m > 0.0)?)))
         .filter(|(_, _, share)| *share >= k.get("share"));
     let rx = v.gpu_mean(|g| g.pcie_rx_bytes_per_s.map(|b| b as f64));
     let util = v.gpu_util();
@@ -390,6 +386,7 @@ mod tests {
             for (name, ms) in [("H2D copy", copy_ms), ("forward", 80.0)] {
                 let rec = StageRecord {
                     name: name.into(),
+                    role: crate::parse::labels::role(name),
                     ms,
                     share_pct: None,
                     depth: 0,

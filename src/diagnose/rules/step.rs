@@ -28,6 +28,9 @@ pub const UNLOGGED_TIME: Rule = Rule {
 };
 
 fn unlogged_time(v: &View, k: &Knobs) -> Option<Finding> {
+    if v.m.stages.blocks == 0 {
+        return None;
+    }
     let b = v.breakdown();
     let (forward, unlogged, step) = (b.forward_ms?, b.unlogged_ms?, b.step_ms?);
     if step <= 0.0 {
@@ -109,12 +112,15 @@ pub const STAGE_HOTSPOT: Rule = Rule {
 };
 
 fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
+    if v.m.stages.by_name.len() < 2 {
+        return None;
+    }
     let shares = v.stage_shares();
     let n = shares.len();
     if n < 2 {
         return None;
     }
-    let (name, ms, share) = shares.first()?.clone();
+    let &(name, ms, share) = shares.first()?;
     let even = 1.0 / n as f64;
     let dominant = share >= k.get("share") && share >= k.get("even-factor") * even;
     let holds = share >= k.get("exit") && share >= k.get("even-factor") * even * 0.8;
@@ -137,7 +143,7 @@ fn stage_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
             pct(even)
         )
     });
-    if let Some((next, next_ms, _)) = shares.get(1) {
+    if let Some(&(next, next_ms, _)) = shares.get(1) {
         f = f.why(|| format!("the next largest is {next} at {next_ms:.0} ms"));
     }
     if let Some((stage, x)) = regressed {

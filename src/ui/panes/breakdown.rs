@@ -43,7 +43,7 @@ pub fn segments(m: &Model, steps: usize) -> Vec<Segment> {
             (Role::ChartAlt, '▒')
         };
         out.push(Segment {
-            name: p.name.clone(),
+            name: p.name.to_string(),
             ms: p.ms,
             role,
             fill,
@@ -70,7 +70,7 @@ pub fn segments(m: &Model, steps: usize) -> Vec<Segment> {
     }
     for p in &b.parts {
         out.push(Segment {
-            name: p.name.clone(),
+            name: p.name.to_string(),
             ms: p.ms,
             role: Role::ChartAlt,
             fill: '▒',
