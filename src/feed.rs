@@ -133,8 +133,6 @@ pub struct Feed {
     synthetic: f64,
     /// Each rank's step order in this file.
     orders: Vec<(u32, Order)>,
-    /// One line's records, held while they are checked.
-    held: Vec<Record>,
     /// When the file was last written, as far as is known (its modification time, or the
     /// clock when it is followed): year-less timestamps are placed at or before it. Without
     /// one they stay in the year 2000.
@@ -154,7 +152,6 @@ impl Feed {
             last_log_time: None,
             synthetic: 0.0,
             orders: Vec::new(),
-            held: Vec::new(),
             year_reference: None,
             scratch: Vec::new(),
         }
@@ -178,7 +175,8 @@ impl Feed {
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        let stamp = self.deliver(line_no, raw, &info, out.drain(..), arrival, sink);
+        let refused = self.admit(&info, &out);
+        let stamp = self.deliver(line_no, raw, &info, refused, out.drain(..), arrival, sink);
         self.scratch = out;
         (info, stamp)
     }
@@ -204,32 +202,41 @@ impl Feed {
         }
     }
 
+    /// Whether the records parsed from a line may reach the model: None, or why they cannot be
+    /// true. Call it with the line's records before `deliver`; it remembers the line's steps.
+    pub fn admit(&mut self, info: &LineInfo, records: &[Record]) -> Option<&'static str> {
+        let rank = info.rank.or(self.file_rank).unwrap_or(0);
+        self.impossible(records, rank)
+    }
+
     /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
-    /// order; a line whose figures cannot be true is counted and dropped whole.
+    /// order, as `admit` judged them (`refused`): a line whose figures cannot be true is
+    /// counted and dropped whole.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one line's parts, each used once"
+    )]
     pub fn deliver(
         &mut self,
         line_no: u64,
         raw: &[u8],
         info: &LineInfo,
+        refused: Option<&'static str>,
         records: impl ExactSizeIterator<Item = Record>,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> Stamp {
         let stamp = self.stamp(info, line_no, arrival);
-        let mut held = std::mem::take(&mut self.held);
-        held.clear();
-        held.extend(records);
-        if let Some(what) = self.impossible(&held, stamp.rank) {
+        if let Some(what) = refused {
             let mut buf = String::new();
             let text = crate::parse::clean::clean(raw, &mut buf).trim();
             let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
             self.stats.reject(line_no, what, &text[..end]);
-            held.clear();
-            self.held = held;
+            records.for_each(drop);
             return stamp;
         }
-        self.stats.count(line_no, info, held.len());
-        for rec in held.drain(..) {
+        self.stats.count(line_no, info, records.len());
+        for rec in records {
             if !stamp.real_time
                 && let Record::Step(s) = &rec
                 && let Some(ms) = s.step_time_ms
@@ -238,7 +245,6 @@ impl Feed {
             }
             sink(&stamp, rec);
         }
-        self.held = held;
         stamp
     }
 

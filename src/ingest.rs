@@ -190,15 +190,18 @@ fn apply(
     let mut records = parsed.records.into_iter();
     for (i, info) in parsed.infos.iter().enumerate() {
         let line_no = parsed.block.lines[i].0;
-        let mine = records.by_ref().take(parsed.counts[i] as usize);
+        let count = parsed.counts[i] as usize;
         let raw = parsed.block.raw(i);
         if converged {
-            feed.deliver(line_no, raw, info, mine, None, sink);
+            let refused = feed.admit(info, &records.as_slice()[..count]);
+            let mine = records.by_ref().take(count);
+            feed.deliver(line_no, raw, info, refused, mine, None, sink);
             continue;
         }
-        mine.for_each(drop);
+        records.by_ref().take(count).for_each(drop);
         let info = feed.parser().parse(raw, scratch);
-        feed.deliver(line_no, raw, &info, scratch.drain(..), None, sink);
+        let refused = feed.admit(&info, scratch);
+        feed.deliver(line_no, raw, &info, refused, scratch.drain(..), None, sink);
         converged = feed.parser().context() == parsed.after[i];
     }
     if converged && let Some(ctx) = parsed.after.last() {
