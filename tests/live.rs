@@ -25,15 +25,8 @@ fn until(m: &mut Monitor, inbox: &Receiver<Msg>, what: &str, done: impl Fn(&Moni
     }
 }
 
-#[test]
-fn history_then_appended_steps_reach_the_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rank2.log");
-    std::fs::write(
-        &path,
-        "step 1/100 | loss=0.90 | data_time=2ms | time=0.5s\nnoise line\n",
-    )
-    .unwrap();
+/// Follows `path` on a source thread: its stop flag, inbox and handle.
+fn follow(path: &std::path::Path) -> (Arc<AtomicBool>, Receiver<Msg>, std::thread::JoinHandle<()>) {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, inbox) = steptop::msg::inbox();
     let spec = InputSpec::parse(path.to_str().unwrap()).unwrap();
@@ -45,6 +38,19 @@ fn history_then_appended_steps_reach_the_model() {
         tx,
     )
     .unwrap();
+    (stop, inbox, source)
+}
+
+#[test]
+fn history_then_appended_steps_reach_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank2.log");
+    std::fs::write(
+        &path,
+        "step 1/100 | loss=0.90 | data_time=2ms | time=0.5s\nnoise line\n",
+    )
+    .unwrap();
+    let (stop, inbox, source) = follow(&path);
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     until(&mut m, &inbox, "the history", Monitor::caught_up);
     assert_eq!(m.model.merged.last_step, Some(1));
@@ -121,17 +127,7 @@ fn a_followed_log_places_yearless_times_in_the_current_year() {
         .unwrap()
         .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(991_353_600))
         .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, inbox) = steptop::msg::inbox();
-    let spec = InputSpec::parse(path.to_str().unwrap()).unwrap();
-    let source = steptop::follow::spawn(
-        vec![spec],
-        FollowOptions::default(),
-        Arc::default(),
-        stop.clone(),
-        tx,
-    )
-    .unwrap();
+    let (stop, inbox, source) = follow(&path);
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     let year_of_last = |m: &Monitor| {
         m.model

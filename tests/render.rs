@@ -49,6 +49,22 @@ fn draw(m: &Monitor, ui: &UiState, theme: &Theme, w: u16, h: u16) -> Buffer {
     t.backend().buffer().clone()
 }
 
+/// One pane alone, at `w`x`h`, in the default theme.
+fn draw_pane(m: &Monitor, pane: steptop::ui::panes::Pane, w: u16, h: u16) -> Buffer {
+    let theme = default_theme();
+    let ui = UiState::default();
+    let view = View {
+        mon: m,
+        ui: &ui,
+        theme: &theme,
+        step_age: None,
+    };
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| steptop::ui::panes::render(f, pane, f.area(), &view))
+        .unwrap();
+    t.backend().buffer().clone()
+}
+
 fn text(buf: &Buffer) -> String {
     let mut out = String::new();
     for y in 0..buf.area.height {
@@ -297,20 +313,10 @@ fn the_breakdown_bar_splits_the_step_by_its_shares() {
         .collect();
     std::fs::write(&path, lines).unwrap();
     let m = monitor(&[path.to_str().unwrap()]);
-    let theme = default_theme();
-    let ui = UiState::default();
-    let view = View {
-        mon: &m,
-        ui: &ui,
-        theme: &theme,
-        step_age: None,
-    };
-    let mut t = Terminal::new(TestBackend::new(40, 3)).unwrap();
-    t.draw(|f| steptop::ui::panes::render(f, steptop::ui::panes::Pane::Breakdown, f.area(), &view))
-        .unwrap();
-    let buf = t.backend().buffer();
+    let buf = &draw_pane(&m, steptop::ui::panes::Pane::Breakdown, 40, 3);
     let bar: String = (0..40).map(|x| buf[(x, 1)].symbol().to_string()).collect();
     assert_eq!(bar, format!("{}{}", "█".repeat(10), "▓".repeat(30)));
+    let theme = default_theme();
     assert_eq!(buf[(0, 1)].style().fg, theme.style(Role::Data).fg);
     assert_eq!(buf[(39, 1)].style().fg, theme.style(Role::Forward).fg);
     let legend: String = (0..40).map(|x| buf[(x, 2)].symbol().to_string()).collect();
@@ -369,18 +375,7 @@ fn stage_columns_line_up_by_cells_with_chinese_names() {
         .collect();
     std::fs::write(&path, log).unwrap();
     let m = monitor(&[path.to_str().unwrap()]);
-    let theme = default_theme();
-    let ui = UiState::default();
-    let view = View {
-        mon: &m,
-        ui: &ui,
-        theme: &theme,
-        step_age: None,
-    };
-    let mut t = Terminal::new(TestBackend::new(60, 6)).unwrap();
-    t.draw(|f| steptop::ui::panes::render(f, steptop::ui::panes::Pane::Stages, f.area(), &view))
-        .unwrap();
-    let buf = t.backend().buffer();
+    let buf = &draw_pane(&m, steptop::ui::panes::Pane::Stages, 60, 6);
     // Rows 2..5 are the three stages; each share ends with `%` in the same cell.
     let ends: Vec<Option<u16>> = (2..5)
         .map(|y| (0..60).rev().find(|&x| buf[(x, y)].symbol() == "%"))

@@ -14,6 +14,8 @@ struct Variant {
     /// One block; `{n}` is replaced by the step number and `{x}` by a value that changes a
     /// little from block to block (a real log's noise), in hundredths of a millisecond.
     block: &'static str,
+    /// Every line at one indentation, and no header: the numbers alone say what nests.
+    flatten: bool,
     forward_ms: f64,
     /// The whole step when the block's total is one.
     step_ms: Option<f64>,
@@ -42,6 +44,7 @@ const VARIANTS: &[Variant] = &[
     Variant {
         name: "seed 000: Total adds the forward to its own child",
         block: SEED_000,
+        flatten: false,
         forward_ms: 1805.28,
         step_ms: None,
         hottest: ("VRT Stage8", 963.19 / 1805.28),
@@ -51,19 +54,8 @@ const VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "seed 000 with every line at one indentation: the numbers alone",
-        block: "前向传播总耗时 : 1805.28ms (50.0%)
-VRT处理 : 1799.99ms (49.9%)
-VRT Stage1 : 118.30ms (3.3%)
-VRT Stage2 : 269.40ms (7.5%)
-VRT Stage3 : 95.10ms (2.6%)
-VRT Stage4 : 84.10ms (2.3%)
-VRT Stage5 : 71.80ms (2.0%)
-VRT Stage6 : 60.90ms (1.7%)
-VRT Stage7 : 137.20ms (3.8%)
-VRT Stage8 : 963.19ms (26.7%)
-Spike模块 : 5.26ms (0.1%)
-Total : 3610.53ms
-",
+        block: SEED_000,
+        flatten: true,
         forward_ms: 1805.28,
         step_ms: None,
         hottest: ("VRT Stage8", 963.19 / 1805.28),
@@ -76,6 +68,7 @@ VRT Stage2 : 117.60ms
 VRT Stage3 : 73.60ms
 VRT Stage8 : 277.60ms
 ",
+        flatten: false,
         forward_ms: 560.4,
         step_ms: None,
         hottest: ("VRT Stage8", 277.6 / 560.4),
@@ -89,6 +82,7 @@ decoder : 200.00ms (33.3%)
 head : 100.00ms (16.7%)
 Total : 600.00ms
 ",
+        flatten: false,
         forward_ms: 600.0,
         step_ms: None,
         hottest: ("encoder", 0.5),
@@ -103,6 +97,7 @@ encoder : 300.00ms
 decoder : 100.00ms
 Total : 400.00ms
 ",
+        flatten: false,
         forward_ms: 400.0,
         step_ms: None,
         hottest: ("attn", 0.5),
@@ -116,6 +111,7 @@ neck : 0.120s
 head : 0.100s
 Total : 1.000s
 ",
+        flatten: false,
         forward_ms: 1000.0,
         step_ms: None,
         hottest: ("backbone", 0.78),
@@ -128,6 +124,7 @@ embed : 150us
 blocks : 800us
 lm_head : 50us
 ",
+        flatten: false,
         forward_ms: 1.0,
         step_ms: None,
         hottest: ("blocks", 0.8),
@@ -143,6 +140,7 @@ backward : 200.00ms
 optimizer : 20.00ms
 Total : 330.00ms
 ",
+        flatten: false,
         forward_ms: 100.0,
         step_ms: Some(330.0),
         hottest: ("encoder", 0.6),
@@ -159,6 +157,7 @@ Total : 330.00ms
 损失计算耗时 : 50.00ms (1.4%)
 Total : 3700.00ms
 ",
+        flatten: false,
         forward_ms: 1000.0,
         step_ms: Some(3700.0),
         hottest: ("编码器", 0.78),
@@ -176,6 +175,7 @@ data loading : 5.00ms
 loss : 3.00ms
 总计 : 400.00ms
 ",
+        flatten: false,
         forward_ms: 100.0,
         step_ms: Some(400.0),
         hottest: ("encoder", 0.7),
@@ -188,6 +188,7 @@ forward : 100.00ms
   a : 60.00ms
   b : 40.00ms
 ",
+        flatten: false,
         forward_ms: 100.0,
         step_ms: None,
         hottest: ("a", 0.6),
@@ -199,6 +200,7 @@ forward : 100.00ms
 a : 40.00ms
 b : 60.00ms
 ",
+        flatten: false,
         forward_ms: 100.0,
         step_ms: None,
         hottest: ("b", 0.6),
@@ -211,6 +213,7 @@ b : 60.00ms
 [Step {n}]   pool : 20.00ms
 [Step {n}] backward : 100.00ms
 ",
+        flatten: false,
         forward_ms: 50.0,
         step_ms: None,
         hottest: ("conv", 0.6),
@@ -226,6 +229,7 @@ b : 60.00ms
 2025-10-21 14:03:11,125 - INFO - Spike模块        : 5.26ms (0.1%)
 2025-10-21 14:03:11,125 - INFO - Total           : 3610.53ms
 ",
+        flatten: false,
         forward_ms: 1805.28,
         step_ms: None,
         hottest: ("VRT Stage8", 963.19 / 1805.28),
@@ -237,9 +241,18 @@ b : 60.00ms
 fn log(v: &Variant) -> String {
     (1..=3)
         .map(|n| {
-            v.block
+            let block = v
+                .block
                 .replace("{n}", &n.to_string())
-                .replace("{x}", &format!("{:02}", 60 + n - 2))
+                .replace("{x}", &format!("{:02}", 60 + n - 2));
+            if !v.flatten {
+                return block;
+            }
+            block
+                .lines()
+                .filter(|l| !l.starts_with('['))
+                .map(|l| format!("{}\n", l.trim_start()))
+                .collect()
         })
         .collect()
 }
