@@ -150,3 +150,39 @@ fn a_followed_log_places_yearless_times_in_the_current_year() {
     stop.store(true, Ordering::Relaxed);
     source.join().unwrap();
 }
+
+/// Issue 16's live job: a header that states the plan, then only `[Step N]` memory monitor
+/// lines. The plan is the total, the prefixes are the progress, and the run is not stalled
+/// while they come; once they stop, it is.
+#[test]
+fn step_prefixes_alone_keep_a_live_run_moving() {
+    let mut feed = steptop::feed::Feed::new(0, "train.log", Arc::default());
+    let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+    let t0 = 1.8e9;
+    let header = "Dataset: 700 samples, cache 4.0 GB, num_workers=4, batch_size=16, steps=2500";
+    m.apply(feed.message(1, header.as_bytes(), Some(t0)));
+    let reading = |i: u32| steptop::probe::Sample {
+        time: t0 + f64::from(i),
+        ..Default::default()
+    };
+    // A reading a second, a memory line every 10 s (20 steps).
+    for i in 1..=300u32 {
+        m.sample(reading(i));
+        if i % 10 == 0 {
+            let step = 2 * i;
+            let line = format!(
+                "[Step {step}] Memory - Process: 700.0MB (3.0%), System: 1.2/23.5GB (5.1%)"
+            );
+            m.apply(feed.message(u64::from(i), line.as_bytes(), Some(t0 + f64::from(i))));
+        }
+    }
+    assert_eq!(m.model.merged.last_step, Some(600));
+    assert_eq!(m.model.facts.total_steps, Some(2500));
+    assert_eq!(m.model.merged.step_time_ms.recent.last(), Some(500.0));
+    let stalled = |m: &Monitor| m.diagnosis.alerts.iter().any(|a| a.rule == "stalled");
+    assert!(!stalled(&m));
+    for i in 301..=500u32 {
+        m.sample(reading(i));
+    }
+    assert!(stalled(&m), "no step for 200 s and no stall");
+}
