@@ -203,10 +203,29 @@ impl Feed {
     }
 
     /// Whether the records parsed from a line may reach the model: None, or why they cannot be
-    /// true. Call it with the line's records before `deliver`; it remembers the line's steps.
+    /// true (the parser's own rejection, or a step that goes back with no restart to explain
+    /// it). Call it with the line's records before `deliver`; it remembers the line's steps.
     pub fn admit(&mut self, info: &LineInfo, records: &[Record]) -> Option<&'static str> {
-        let rank = info.rank.or(self.file_rank).unwrap_or(0);
-        self.impossible(records, rank)
+        let rank = self.rank_of(info);
+        for rec in records {
+            match rec {
+                Record::Rejected { what, .. } => return Some(what),
+                Record::Step(s) if s.step.is_some() && !self.order(rank).admits(s) => {
+                    return Some("a step that goes back with no restart to explain it");
+                }
+                Record::Event {
+                    kind: EventKind::Checkpoint,
+                    ..
+                } => self.order(rank).checkpoint(),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A line's rank: its own prefix's, else the file name's, else 0.
+    fn rank_of(&self, info: &LineInfo) -> u32 {
+        info.rank.or(self.file_rank).unwrap_or(0)
     }
 
     /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
@@ -248,25 +267,6 @@ impl Feed {
         stamp
     }
 
-    /// Why a line's records cannot be true, if they cannot: the parser's own rejection, or a
-    /// step that goes back with no restart to explain it.
-    fn impossible(&mut self, records: &[Record], rank: u32) -> Option<&'static str> {
-        for rec in records {
-            match rec {
-                Record::Rejected { what, .. } => return Some(what),
-                Record::Step(s) if s.step.is_some() && !self.order(rank).admits(s) => {
-                    return Some("a step that goes back with no restart to explain it");
-                }
-                Record::Event {
-                    kind: EventKind::Checkpoint,
-                    ..
-                } => self.order(rank).checkpoint(),
-                _ => {}
-            }
-        }
-        None
-    }
-
     fn order(&mut self, rank: u32) -> &mut Order {
         let at = match self.orders.iter().position(|(r, _)| *r == rank) {
             Some(i) => i,
@@ -287,7 +287,7 @@ impl Feed {
         if info.rank.is_some() {
             self.line_rank = info.rank;
         }
-        let rank = info.rank.or(self.file_rank).unwrap_or(0);
+        let rank = self.rank_of(info);
         let logged = info.time.map(|t| match arrival.or(self.year_reference) {
             // A line that arrives now was written by now: its arrival is the nearest reference.
             Some(reference) if info.yearless => prefix::place_yearless(t, reference),

@@ -3,6 +3,7 @@
 //! two of them can disagree about a figure.
 
 use super::Model;
+use super::window::{Rolling, RunStats};
 use crate::parse::labels::Role;
 
 /// Which steps a figure is computed over.
@@ -12,6 +13,16 @@ pub enum Over {
     Run,
     /// The last N steps (and timing blocks): the live view, the rules, the metrics.
     Recent(usize),
+}
+
+impl Over {
+    /// The mean of a figure kept both ways (over the run, and its latest values) over this span.
+    pub fn mean(self, run: &RunStats, recent: &Rolling) -> Option<f64> {
+        match self {
+            Over::Run => run.mean(),
+            Over::Recent(n) => recent.mean_last(n),
+        }
+    }
 }
 
 /// One logged part of the step; its name borrowed from the model (no copy per evaluation).
@@ -41,21 +52,11 @@ pub struct Breakdown<'a> {
     pub unlogged_ms: Option<f64>,
 }
 
-impl Breakdown<'_> {
-    /// The logged parts outside the forward, added up.
-    pub fn parts_ms(&self) -> f64 {
-        self.parts.iter().map(|p| p.ms).sum()
-    }
-}
-
 impl Model {
     /// Mean step time over `span`.
     pub fn step_ms(&self, span: Over) -> Option<f64> {
         let m = &self.merged.step_time_ms;
-        match span {
-            Over::Run => m.run.mean(),
-            Over::Recent(n) => m.recent.mean_last(n),
-        }
+        span.mean(&m.run, &m.recent)
     }
 
     /// Data time over step time, summed over the steps of `span` that logged both.
@@ -68,27 +69,18 @@ impl Model {
 
     /// The forward time of the timing blocks of `span`.
     pub fn forward_ms(&self, span: Over) -> Option<f64> {
-        match span {
-            Over::Run => self.stages.forward_ms.mean(),
-            Over::Recent(n) => self.stages.recent_forward.mean_last(n),
-        }
+        span.mean(&self.stages.forward_ms, &self.stages.recent_forward)
     }
 
     /// Where the step's time goes over `span`.
     pub fn step_breakdown(&self, span: Over) -> Breakdown<'_> {
         let step_ms = self.step_ms(span);
         let data_share = self.data_share(span);
-        let data_mean = match span {
-            Over::Run => self.merged.data_time_ms.run.mean(),
-            Over::Recent(n) => self.merged.data_time_ms.recent.mean_last(n),
-        };
+        let data = &self.merged.data_time_ms;
+        let data_mean = span.mean(&data.run, &data.recent);
         let data_ms = match (data_share, step_ms) {
             (Some(share), Some(step)) => Some(share * step),
             _ => data_mean,
-        };
-        let mean = |run: &super::window::RunStats, recent: &super::window::Rolling| match span {
-            Over::Run => run.mean(),
-            Over::Recent(n) => recent.mean_last(n),
         };
         let forward_ms = self.forward_ms(span);
         let pieces = self
@@ -117,8 +109,10 @@ impl Model {
                 })
             })
             .collect();
-        let matched = mean(&self.stages.unlogged_ms, &self.stages.recent_unlogged);
-        let other = mean(&self.stages.other_ms, &self.stages.recent_other).unwrap_or(0.0);
+        let matched = span.mean(&self.stages.unlogged_ms, &self.stages.recent_unlogged);
+        let other = span
+            .mean(&self.stages.other_ms, &self.stages.recent_other)
+            .unwrap_or(0.0);
         let unlogged = matched.or_else(|| {
             let rest = step_ms? - data_ms.unwrap_or(0.0) - forward_ms? - other;
             Some(rest.max(0.0))

@@ -76,7 +76,6 @@ pub struct LogMemory {
     pub time: f64,
     pub step: Option<u64>,
     pub line: u64,
-    pub source: usize,
     pub reading: HostMemRecord,
 }
 
@@ -110,8 +109,8 @@ pub struct Model {
     pub log_memory: VecDeque<LogMemory>,
     /// Step records from step lines, and progress marks (`[Step N]` prefixes) taken as steps
     /// while there were none.
-    pub line_steps: u64,
-    pub marks: u64,
+    line_steps: u64,
+    marks: u64,
     /// Whether a step line gave a step time, or a data time: then timing blocks' whole-step
     /// totals are not taken as step times too.
     line_step_times: bool,
@@ -280,7 +279,6 @@ impl Model {
                         time,
                         step: m.step.or(self.merged.last_step),
                         line: stamp.line,
-                        source: stamp.source,
                         reading: m.clone(),
                     });
                 }

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 
 use super::Stamp;
 use super::breakdown::Over;
-use super::timing::{self, Line, Place, Structure, TotalIs};
+use super::timing::{self, Figures, Line, Place, Structure, TotalIs};
 use super::window::{Rolling, RunStats};
 use crate::parse::labels::Role;
 use crate::parse::record::StageRecord;
@@ -37,10 +37,7 @@ pub struct StageStats {
 impl StageStats {
     /// Mean cost over `span`'s blocks.
     pub fn mean(&self, span: Over) -> Option<f64> {
-        match span {
-            Over::Run => self.ms.mean(),
-            Over::Recent(n) => self.recent.mean_last(n),
-        }
+        span.mean(&self.ms, &self.recent)
     }
 
     /// Recent mean against the run's own early mean (1.0 = unchanged).
@@ -65,10 +62,7 @@ pub struct PartStats {
 impl PartStats {
     /// Mean cost over `span`'s blocks.
     pub fn mean(&self, span: Over) -> Option<f64> {
-        match span {
-            Over::Run => self.ms.mean(),
-            Over::Recent(n) => self.recent.mean_last(n),
-        }
+        span.mean(&self.ms, &self.recent)
     }
 }
 
@@ -89,15 +83,6 @@ pub struct BlockStep {
     pub rank: u32,
     pub step_ms: f64,
     pub data_ms: Option<f64>,
-}
-
-/// The figures of a closed block that wait for its step.
-#[derive(Clone, Copy, Debug)]
-struct Figures {
-    forward_ms: Option<f64>,
-    step_ms: Option<f64>,
-    data_ms: Option<f64>,
-    other_ms: f64,
 }
 
 /// A block being gathered.
@@ -139,8 +124,9 @@ pub struct Stages {
     pub blocks: u64,
     /// The step of the block closed last, when it named one.
     pub last_closed: Option<u64>,
-    /// How the blocks' totals were read: how often each way, with its latest sentence.
-    pub readings: Vec<(TotalIs, u64, String)>,
+    /// How the blocks' totals were read: how often each way, with the latest such block, whose
+    /// sentence the report asks for once (`reading`).
+    pub readings: Vec<(TotalIs, u64, Vec<Line>, Structure)>,
     /// Step times from whole-step totals since the model last took them.
     pub closed: Vec<BlockStep>,
     window: usize,
@@ -299,21 +285,13 @@ impl Stages {
         let r = timing::read(&b.lines, &structure);
         self.blocks += 1;
         self.last_closed = b.step;
-        if let Some(note) = &r.note {
-            match self.readings.iter_mut().find(|(t, ..)| *t == r.total) {
-                Some(entry) => {
-                    entry.1 += 1;
-                    entry.2.clone_from(note);
-                }
-                None => self.readings.push((r.total, 1, note.clone())),
-            }
-        }
-        if let Some(f) = r.forward_ms {
+        let fig = r.figures;
+        if let Some(f) = fig.forward_ms {
             self.forward_ms.push(f);
             self.recent_forward.push(b.time, f);
         }
-        self.other_ms.push(r.other_ms);
-        self.recent_other.push(b.time, r.other_ms);
+        self.other_ms.push(fig.other_ms);
+        self.recent_other.push(b.time, fig.other_ms);
         let mut has_parts = vec![false; b.lines.len()];
         for (p, _) in structure.parent.iter().flatten() {
             has_parts[*p] = true;
@@ -328,19 +306,13 @@ impl Stages {
                 Place::Forward | Place::Total | Place::Below => {}
             }
         }
-        let fig = Figures {
-            forward_ms: r.forward_ms,
-            step_ms: r.step_ms,
-            data_ms: r.data_ms,
-            other_ms: r.other_ms,
-        };
-        if let Some(step_ms) = r.step_ms {
+        if let Some(step_ms) = fig.step_ms {
             self.closed.push(BlockStep {
                 step: b.step,
                 time: b.time,
                 rank: b.rank,
                 step_ms,
-                data_ms: r.data_ms,
+                data_ms: fig.data_ms,
             });
         }
         let facts = match b.step {
@@ -358,6 +330,16 @@ impl Stages {
                 self.pending.push_back((step, fig));
             }
             (None, _) => self.settle(fig, None, b.time),
+        }
+        if r.total != TotalIs::Absent {
+            let kept = (b.lines, structure);
+            match self.readings.iter_mut().find(|(t, ..)| *t == r.total) {
+                Some(entry) => {
+                    entry.1 += 1;
+                    (entry.2, entry.3) = kept;
+                }
+                None => self.readings.push((r.total, 1, kept.0, kept.1)),
+            }
         }
     }
 
@@ -495,11 +477,9 @@ impl Stages {
     }
 
     /// How most blocks' totals were read, as a sentence; None when no block had a total.
-    pub fn reading(&self) -> Option<&str> {
-        self.readings
-            .iter()
-            .max_by_key(|(_, n, _)| *n)
-            .map(|(_, _, s)| s.as_str())
+    pub fn reading(&self) -> Option<String> {
+        let (_, _, lines, s) = self.readings.iter().max_by_key(|(_, n, ..)| *n)?;
+        timing::describe(lines, s)
     }
 }
 

@@ -73,11 +73,17 @@ pub enum Place {
     Below,
 }
 
-/// The figures of one block.
+/// How one block reads: what its total is, where each line belongs, and its figures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reading {
     pub total: TotalIs,
     pub place: Vec<Place>,
+    pub figures: Figures,
+}
+
+/// The figures of one block.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figures {
     pub forward_ms: Option<f64>,
     /// The whole step, when the total is one.
     pub step_ms: Option<f64>,
@@ -85,8 +91,6 @@ pub struct Reading {
     pub data_ms: Option<f64>,
     /// Logged parts outside the forward besides the data wait (loss, backward, optimizer...).
     pub other_ms: f64,
-    /// How the total was read, in a sentence; None without a total.
-    pub note: Option<String>,
 }
 
 /// The share of a parent its children may leave uncovered and still count as its parts by
@@ -281,6 +285,17 @@ pub fn fits(s: &Structure, lines: &[Line]) -> bool {
 /// Reads a block through its structure: where each line belongs, the forward, and what the
 /// total is.
 pub fn read(lines: &[Line], s: &Structure) -> Reading {
+    read_with(lines, s, false).0
+}
+
+/// How a block's total is read, in the sentence the report prints; None without a total.
+/// Asked for once, at the end, not for every block.
+pub fn describe(lines: &[Line], s: &Structure) -> Option<String> {
+    read_with(lines, s, true).1
+}
+
+/// The reading, and its sentence when `describe`.
+fn read_with(lines: &[Line], s: &Structure, describe: bool) -> (Reading, Option<String>) {
     let n = lines.len();
     let parent = |i: usize| s.parent.get(i).copied().flatten().map(|(p, _)| p);
     let ancestors = |mut i: usize| {
@@ -313,23 +328,29 @@ pub fn read(lines: &[Line], s: &Structure) -> Reading {
             let close = |v: f64, k: usize| (t_ms - v).abs() <= eps(k, t_ms) + 0.002 * t_ms;
             // Sums that count a line and its own parts: the outermost indentation's lines,
             // or every line.
-            let min_indent = items.iter().map(|&i| lines[i].indent).min().unwrap_or(0);
-            let shallow: Vec<usize> = items
-                .iter()
-                .copied()
-                .filter(|&i| lines[i].indent == min_indent)
-                .collect();
-            let nests = |set: &[usize]| set.iter().any(|&i| ancestors(i).any(|a| set.contains(&a)));
-            // Or the tree's first levels: the lines at most `d` below the top.
-            let levels = (1..=3).map(|d| {
-                items
+            // The lines a sum that counts a line and its own parts may add up: the outermost
+            // indentation's lines, every line, or the tree's first levels. Only looked for
+            // when the total is neither the top level's sum nor a step total.
+            let double_count = || {
+                let min_indent = items.iter().map(|&i| lines[i].indent).min().unwrap_or(0);
+                let nests =
+                    |set: &[usize]| set.iter().any(|&i| ancestors(i).any(|a| set.contains(&a)));
+                let shallow = items
                     .iter()
                     .copied()
-                    .filter(|&i| ancestors(i).count() <= d)
-                    .collect::<Vec<usize>>()
-            });
-            let mut sets: Vec<Vec<usize>> = vec![shallow.clone(), items.clone()];
-            sets.extend(levels);
+                    .filter(|&i| lines[i].indent == min_indent);
+                let levels = (1..=3).map(|d| {
+                    items
+                        .iter()
+                        .copied()
+                        .filter(|&i| ancestors(i).count() <= d)
+                        .collect::<Vec<usize>>()
+                });
+                std::iter::once(shallow.collect::<Vec<usize>>())
+                    .chain(std::iter::once(items.clone()))
+                    .chain(levels)
+                    .find(|set| nests(set) && close(sum(&mut set.iter().copied()), set.len()))
+            };
             let parts_outside = roots
                 .iter()
                 .any(|&r| outside_role(r) && Some(r) != forward_line);
@@ -349,10 +370,7 @@ pub fn read(lines: &[Line], s: &Structure) -> Reading {
                 } else {
                     TotalIs::Forward
                 }
-            } else if let Some(set) = sets
-                .into_iter()
-                .find(|set| nests(set) && close(sum(&mut set.iter().copied()), set.len()))
-            {
+            } else if let Some(set) = double_count() {
                 counted = set;
                 TotalIs::Nested
             } else if t_ms > top {
@@ -403,32 +421,35 @@ pub fn read(lines: &[Line], s: &Structure) -> Reading {
             it.peek().is_some().then(|| sum(&mut it))
         }
     };
-    let outside: Vec<usize> = (0..n).filter(|&i| place[i] == Place::Outside).collect();
-    let data: Vec<usize> = outside
-        .iter()
-        .copied()
-        .filter(|&i| lines[i].role == Role::Data)
-        .collect();
-    let data_ms = (!data.is_empty()).then(|| sum(&mut data.iter().copied()));
-    let other_ms = sum(&mut outside
-        .iter()
-        .copied()
-        .filter(|&i| lines[i].role != Role::Data));
+    let place_ref = &place;
+    let outside = |data: bool| {
+        (0..n).filter(move |&i| {
+            place_ref[i] == Place::Outside && (lines[i].role == Role::Data) == data
+        })
+    };
+    let data_ms = outside(true)
+        .next()
+        .is_some()
+        .then(|| sum(&mut outside(true)));
+    let other_ms = sum(&mut outside(false));
     let step_ms = match (total, total_line) {
         (TotalIs::Step, Some(t)) => Some(lines[t].ms),
         _ => None,
     };
-    let note =
-        total_line.map(|t| note(lines, t, total, forward_line, &roots, &counted, forward_ms));
-    Reading {
+    let note = total_line
+        .filter(|_| describe)
+        .map(|t| note(lines, t, total, forward_line, &roots, &counted, forward_ms));
+    let reading = Reading {
         total,
         place,
-        forward_ms,
-        step_ms,
-        data_ms,
-        other_ms,
-        note,
-    }
+        figures: Figures {
+            forward_ms,
+            step_ms,
+            data_ms,
+            other_ms,
+        },
+    };
+    (reading, note)
 }
 
 /// A time as a log prints it: at most two decimals, none when it has none.
@@ -555,12 +576,12 @@ mod tests {
         assert_eq!(s.parent[10], Some((0, Nest::Sum)));
         let r = read(&lines, &s);
         assert_eq!(r.total, TotalIs::Nested);
-        assert_eq!(r.forward_ms, Some(1805.28));
-        assert_eq!(r.step_ms, None);
+        assert_eq!(r.figures.forward_ms, Some(1805.28));
+        assert_eq!(r.figures.step_ms, None);
         assert_eq!(r.place[1], Place::InForward(0));
         assert_eq!(r.place[9], Place::InForward(1));
         assert_eq!(
-            r.note.as_deref(),
+            describe(&lines, &s).as_deref(),
             Some(
                 "Total = 前向传播总耗时 + VRT处理 + Spike模块: nested lines counted once, so the forward is 前向传播总耗时 (last block: Total 3610.53 ms, forward 1805.28 ms)"
             )
@@ -581,7 +602,7 @@ mod tests {
         assert!(s.parent.iter().all(Option::is_none));
         let r = read(&lines, &s);
         assert_eq!(r.total, TotalIs::Forward);
-        assert_eq!(r.forward_ms, Some(273.0));
+        assert_eq!(r.figures.forward_ms, Some(273.0));
     }
 
     #[test]
@@ -599,10 +620,10 @@ mod tests {
         assert_eq!(s.parent[1], Some((4, Nest::Percent)));
         let r = read(&lines, &s);
         assert_eq!(r.total, TotalIs::Step);
-        assert_eq!(r.forward_ms, Some(1000.0));
-        assert_eq!(r.step_ms, Some(3700.0));
-        assert_eq!(r.data_ms, Some(12.0));
-        assert_eq!(r.other_ms, 50.0);
+        assert_eq!(r.figures.forward_ms, Some(1000.0));
+        assert_eq!(r.figures.step_ms, Some(3700.0));
+        assert_eq!(r.figures.data_ms, Some(12.0));
+        assert_eq!(r.figures.other_ms, 50.0);
     }
 
     #[test]

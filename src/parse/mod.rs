@@ -415,10 +415,7 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
             measured |= measure;
         }
     });
-    let cached = cache != CacheRecord::default();
-    if cached {
-        out.push(Record::Cache(cache));
-    }
+    let cached = (cache != CacheRecord::default()).then_some(Record::Cache(cache));
     if let Some(step) = rec.step
         && !measured
         && facts > 0
@@ -426,18 +423,17 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         out.push(Record::Config(ConfigFact::TotalSteps(
             rec.total.unwrap_or(step),
         )));
+        out.extend(cached);
         return Some(Format::KeyValue);
     }
     if core && seen.fields >= 2 {
         // Facts named inside a step line are figures of that step, not the run's config.
-        let kept: Vec<Record> = out
-            .drain(before..)
-            .filter(|r| !matches!(r, Record::Config(_)))
-            .collect();
-        out.extend(kept);
+        out.truncate(before);
+        out.extend(cached);
         push_step(rec, &seen, p, out);
         return Some(Format::KeyValue);
     }
+    out.extend(cached);
     if seen.non_finite {
         push_event(EventKind::NonFinite, p, out);
     }
@@ -473,21 +469,12 @@ pub(crate) fn push_step(rec: StepRecord, seen: &kv::Collected, text: &str, out: 
         rec.impossible()
     };
     if let Some(what) = impossible {
-        push_rejected(what, text, out);
+        out.push(Record::Rejected { what });
         return;
     }
     out.push(Record::Step(rec));
     if seen.non_finite {
         push_event(EventKind::NonFinite, text, out);
-    }
-}
-
-/// Replaces whatever the line gave with one rejection: none of its figures can be trusted.
-pub(crate) fn push_rejected(what: &'static str, text: &str, out: &mut Vec<Record>) {
-    let mut rest = Vec::new();
-    push_event(EventKind::NonFinite, text, &mut rest);
-    if let Some(Record::Event { text, .. }) = rest.pop() {
-        out.push(Record::Rejected { what, text });
     }
 }
 

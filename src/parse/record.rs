@@ -244,10 +244,9 @@ pub enum Record {
     /// An end-of-training summary (Hugging Face `train_runtime` dict or `***** train metrics *****`).
     Summary(SummaryRecord),
     /// A line whose figures cannot be true (`step 999999999999999999999999/1`, `loss=1e999`,
-    /// `-5 samples/s`): it never moves the model, and the report counts it.
+    /// `-5 samples/s`): it never moves the model, and the report counts it (feed.rs).
     Rejected {
         what: &'static str,
-        text: String,
     },
 }
 

@@ -50,7 +50,7 @@ pub fn bracket_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
         // `[cache] Hit Rate: 82.45% (...)`: the figures may follow on the same line.
         return cache_line(rest, ctx, out).or(Some(Format::Cache));
     }
-    if cache_header(rest) && rest.ends_with(':') {
+    if rest.ends_with(':') && cache_header(rest) {
         ctx.since_cache = 0;
         return Some(Format::Cache);
     }
@@ -59,6 +59,11 @@ pub fn bracket_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
 
 /// `Cache Stats`, `cache statistics`, `Cache Stats @ step 100`: the head of a cache block.
 fn cache_header(s: &str) -> bool {
+    // Most lines hold no `cache` at all: only those that do are lowercased.
+    let b = s.as_bytes();
+    if memchr::memmem::find(b, b"ache").is_none() && memchr::memmem::find(b, b"ACHE").is_none() {
+        return false;
+    }
     let lower = s.to_ascii_lowercase();
     lower.contains("cache") && (lower.contains("stat") || !lower.contains(':'))
 }
@@ -116,7 +121,9 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
     }
     let ms = num::to_ms(ms, unit, num::Unit::Ms)?;
     if !ms.is_finite() || ms < 0.0 {
-        super::push_rejected("a negative or infinite time", p, out);
+        out.push(Record::Rejected {
+            what: "a negative or infinite time",
+        });
         return Some(Format::Timing);
     }
     let after_unit = suffix.trim_start_matches(char::is_alphabetic).trim();
@@ -162,10 +169,9 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
 fn cache_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> {
     let p = p.trim_start_matches(['-', '*', '•', ' ']);
     let mut rec = CacheRecord::default();
-    let lower_head = p.get(..p.len().min(16)).unwrap_or(p).to_ascii_lowercase();
     let rate = ["hit rate:", "cache hit rate:", "hit_rate:"]
         .iter()
-        .find(|h| lower_head.starts_with(*h))
+        .find(|h| p.get(..h.len()).is_some_and(|x| x.eq_ignore_ascii_case(h)))
         .map(|h| &p[h.len()..]);
     if let Some(rest) = rate {
         let (rate, counts) = rest.split_once('(').unwrap_or((rest, ""));
@@ -175,7 +181,7 @@ fn cache_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Forma
             rec.misses = num::integer(misses);
         }
         ctx.since_cache = 0;
-    } else if cache_header(p) && p.ends_with(':') && p.len() < 64 {
+    } else if p.ends_with(':') && p.len() < 64 && cache_header(p) {
         ctx.since_cache = 0;
         return Some(Format::Cache);
     } else if ctx.since_cache <= super::CACHE_BLOCK_LINES {

@@ -381,7 +381,7 @@ impl Report {
             forward_ms: forward,
             unlogged_ms: b.unlogged_ms,
             breakdown: breakdown_out(&b),
-            timing_reading: m.stages.reading().map(str::to_string),
+            timing_reading: m.stages.reading(),
             cache: (cache.readings > 0 || cache.printed_rate.is_some() || cache.items.is_some())
                 .then(|| CacheOut {
                     hit_rate: cache.hit_rate(),

@@ -4,6 +4,7 @@
 use super::{Rule, View, gib, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
+use crate::model::LogMemory;
 use crate::parse::record::EventKind;
 
 pub const HOST_MEMORY_PRESSURE: Rule = Rule {
@@ -40,18 +41,18 @@ pub const HOST_MEMORY_PRESSURE: Rule = Rule {
 };
 
 /// Host memory as one reading: from the probe, else from the log's own memory monitor.
-struct HostMemory {
+struct HostMemory<'a> {
     total: f64,
     avail: f64,
     /// Change of available memory, bytes per second (negative: falling).
     trend: Option<f64>,
-    /// Where the figures come from, for the evidence (None: the probe).
-    from_log: Option<String>,
-    process: Option<String>,
+    /// The log's reading the figures come from (None: the probe's), for the evidence.
+    from_log: Option<&'a LogMemory>,
 }
 
-fn host_memory(v: &View) -> Option<HostMemory> {
-    const MIB: f64 = (1 << 20) as f64;
+const MIB: f64 = (1 << 20) as f64;
+
+fn host_memory<'a>(v: &View<'a>) -> Option<HostMemory<'a>> {
     if let Some(h) = v.host() {
         let total = h.mem_total_bytes as f64;
         return (total > 0.0).then(|| HostMemory {
@@ -59,28 +60,19 @@ fn host_memory(v: &View) -> Option<HostMemory> {
             avail: h.mem_available_bytes as f64,
             trend: v.slope(|s| Some(s.host.as_ref()?.mem_available_bytes as f64)),
             from_log: None,
-            process: None,
         });
     }
     let last = v.log_memory().last()?;
     let r = &last.reading;
     let total = r.system_total_mb.filter(|t| *t > 0.0)? * MIB;
     let used = r.system_used_mb? * MIB;
-    let at = match last.step {
-        Some(step) => format!("the log's memory monitor, step {step}"),
-        None => format!("the log's memory monitor, line {}", last.line),
-    };
     Some(HostMemory {
         total,
         avail: (total - used).max(0.0),
         trend: v
             .log_memory_slope(|r| r.system_used_mb)
             .map(|mib| -mib * MIB),
-        from_log: Some(at),
-        process: r.process_mb.map(|p| match r.process_pct {
-            Some(pct) => format!("the training process holds {} ({pct:.1}%)", gib(p * MIB)),
-            None => format!("the training process holds {}", gib(p * MIB)),
-        }),
+        from_log: Some(last),
     })
 }
 
@@ -122,12 +114,27 @@ fn host_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         ),
         None => format!("host memory {} used", pct(1.0 - share)),
     };
-    let mut f = v.graded(level, title).why(|| match &h.from_log {
-        Some(at) => format!("{} used of {} ({at})", gib(total - avail), gib(total)),
+    let mut f = v.graded(level, title).why(|| match h.from_log {
+        Some(last) => {
+            let at = match last.step {
+                Some(step) => format!("step {step}"),
+                None => format!("line {}", last.line),
+            };
+            format!(
+                "{} used of {} (the log's memory monitor, {at})",
+                gib(total - avail),
+                gib(total)
+            )
+        }
         None => format!("{} available of {}", gib(avail), gib(total)),
     });
-    if let Some(p) = &h.process {
-        f = f.why(|| p.clone());
+    if let Some(r) = h.from_log.map(|l| &l.reading)
+        && let Some(p) = r.process_mb
+    {
+        f = f.why(|| match r.process_pct {
+            Some(pct) => format!("the training process holds {} ({pct:.1}%)", gib(p * MIB)),
+            None => format!("the training process holds {}", gib(p * MIB)),
+        });
     }
     if let Some(t) = trend.filter(|t| *t < 0.0) {
         f = f.why(|| {
@@ -246,11 +253,11 @@ fn outside_growth(v: &View, k: &Knobs) -> Option<Finding> {
     if v.m.facts.num_workers == Some(0) {
         return None;
     }
-    let readings: Vec<_> = v
+    let mut readings = v
         .log_memory()
-        .filter(|r| r.reading.system_used_mb.is_some() && r.reading.process_mb.is_some())
-        .collect();
-    let (first, last) = (readings.first()?, readings.last()?);
+        .filter(|r| r.reading.system_used_mb.is_some() && r.reading.process_mb.is_some());
+    let first = readings.next()?;
+    let last = readings.last()?;
     let minutes = (last.time - first.time) / 60.0;
     if minutes <= 0.0 {
         return None;
@@ -265,20 +272,19 @@ fn outside_growth(v: &View, k: &Knobs) -> Option<Finding> {
     if rate < k.get("growth-mib-per-min") || outside < 3.0 * process.max(0.0) {
         return None;
     }
-    let steps = match (first.step, last.step) {
-        (Some(a), Some(b)) => format!("steps {a}..{b}"),
-        _ => format!("lines {}..{}", first.line, last.line),
-    };
-    let mib = f64::from(1 << 20);
     Some(
         v.enter(Severity::Warn, || {
             format!("memory outside the training process grows {rate:.0} MiB/min: DataLoader workers' copies?")
         })
         .why(|| {
+            let steps = match (first.step, last.step) {
+                (Some(a), Some(b)) => format!("steps {a}..{b}"),
+                _ => format!("lines {}..{}", first.line, last.line),
+            };
             format!(
                 "the log's memory monitor, {steps}: the machine uses {} more, the training process {} more",
-                gib(system * mib),
-                gib(process * mib)
+                gib(system * MIB),
+                gib(process * MIB)
             )
         })
         .why(|| match v.m.facts.num_workers {
