@@ -4,11 +4,12 @@
 //! Include with `mod support;` from a file in `tests/`, or with
 //! `#[path = "../support/mod.rs"] mod support;` from one in `tests/benches/`.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// How long [`FakeTrainer::spawn`] waits for the trainer's `ready` line.
@@ -74,6 +75,34 @@ pub fn fake_nvml() -> PathBuf {
             "fake-nvml",
             "libnvidia-ml.so.1",
             &["-shared", "-fPIC"],
+        )
+    })
+    .clone()
+}
+
+/// Path of the fake `libnvidia-ml.so.1` built from `tests/fake/nvml.c` as a driver of branch
+/// `major` would export it (`-DFAKE_DRIVER=major`: e.g. 470 lacks `nvmlDeviceGetMemoryInfo_v2`;
+/// see the comment at the top of `nvml.c`), in `fake-nvml-{major}/`. Built once per process per
+/// major; [`fake_nvml`] is the default build (a current driver).
+// Not every test binary that includes this module probes GPUs.
+#[allow(dead_code)]
+pub fn fake_nvml_driver(major: u32) -> PathBuf {
+    static LIBS: OnceLock<Mutex<HashMap<u32, Arc<OnceLock<PathBuf>>>>> = OnceLock::new();
+    // The map's lock is held only to find the major's slot, so builds of different majors can
+    // run at once while callers of one major wait for its single build.
+    let slot = LIBS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(major)
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        compile(
+            "nvml.c",
+            &format!("fake-nvml-{major}"),
+            "libnvidia-ml.so.1",
+            &["-shared", "-fPIC", &format!("-DFAKE_DRIVER={major}")],
         )
     })
     .clone()
@@ -196,4 +225,15 @@ impl Drop for FakeTrainer {
         drop(self.child.stdin.take());
         let _ = self.child.wait();
     }
+}
+
+/// A file that stands in for an NVIDIA device node (`DIR/dev/nvidia0`): steptop takes a
+/// process for a GPU user only when it holds such a node open, as every CUDA process does.
+#[allow(dead_code)]
+pub fn fake_gpu_node(dir: &Path) -> PathBuf {
+    let dev = dir.join("dev");
+    std::fs::create_dir_all(&dev).expect("dev dir");
+    let node = dev.join("nvidia0");
+    std::fs::write(&node, "").expect("node");
+    node
 }
