@@ -40,9 +40,11 @@ pub struct LiveArgs {
     /// Read no GPU or host figures: the logs only.
     #[arg(long)]
     pub no_probe: bool,
-    /// GPUs to read, by index (`0,2`); default: all, or the trainer's once known.
-    #[arg(long, value_delimiter = ',', value_name = "INDEX")]
-    pub gpus: Option<Vec<u32>>,
+    /// GPUs to read: NVML indices (`0,2`, as nvidia-smi numbers them), UUIDs (`GPU-5a1f…`,
+    /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs CUDA_VISIBLE_DEVICES gives the
+    /// trainer, with CUDA's numbers. Default: all, or the trainer's ranks' once known.
+    #[arg(long, value_name = "INDEX|UUID|cuda", value_parser = crate::probe::gpu::select::parse)]
+    pub gpus: Option<crate::probe::gpu::select::GpuSelect>,
     /// The training process; default: the process that writes LOG.
     #[arg(long)]
     pub pid: Option<u32>,
@@ -197,9 +199,11 @@ pub struct ProbeArgs {
     /// Time between readings: `1s`, `500ms`, `2.5s`.
     #[arg(long, default_value = "1s", value_parser = parse_interval)]
     pub interval: std::time::Duration,
-    /// GPUs to read, by index (`0,2`); default: all, or the trainer's once known.
-    #[arg(long, value_delimiter = ',', value_name = "INDEX")]
-    pub gpus: Option<Vec<u32>>,
+    /// GPUs to read: NVML indices (`0,2`, as nvidia-smi numbers them), UUIDs (`GPU-5a1f…`,
+    /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs CUDA_VISIBLE_DEVICES gives the
+    /// trainer, with CUDA's numbers. Default: all, or the trainer's ranks' once known.
+    #[arg(long, value_name = "INDEX|UUID|cuda", value_parser = crate::probe::gpu::select::parse)]
+    pub gpus: Option<crate::probe::gpu::select::GpuSelect>,
     /// SM and tensor-core activity from NVML's GPM (Hopper and newer). Off by default: it can
     /// disturb a DCGM exporter on the same node.
     #[arg(long)]

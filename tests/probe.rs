@@ -16,6 +16,21 @@ const MIB: u64 = 1024 * 1024;
 /// `steptop probe ARGS` with the fake NVML and `scenario`; its stdout lines, `lines` of them
 /// (the process is killed after that).
 fn probe(args: &[&str], scenario: &str, init: Option<&str>, lines: usize) -> Vec<Value> {
+    let mut env = vec![];
+    if let Some(i) = init {
+        env.push(("FAKE_NVML_INIT", i.to_string()));
+    }
+    probe_with(&support::fake_nvml(), args, scenario, &env, lines)
+}
+
+/// `probe` with the fake library `lib` (a driver generation) and more environment.
+fn probe_with(
+    lib: &Path,
+    args: &[&str],
+    scenario: &str,
+    env: &[(&str, String)],
+    lines: usize,
+) -> Vec<Value> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("scenario.txt");
     std::fs::write(&path, scenario).expect("scenario");
@@ -23,14 +38,15 @@ fn probe(args: &[&str], scenario: &str, init: Option<&str>, lines: usize) -> Vec
     cmd.arg("probe")
         .args(["--format", "json"])
         .args(args)
-        .env("STEPTOP_NVML_LIB", support::fake_nvml())
+        .env("STEPTOP_NVML_LIB", lib)
         .env("FAKE_NVML_SCENARIO", &path)
+        .env_remove("FAKE_NVML_INIT")
+        .env_remove("FAKE_NVML_LOG")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env_remove("CUDA_DEVICE_ORDER")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    match init {
-        Some(i) => cmd.env("FAKE_NVML_INIT", i),
-        None => cmd.env_remove("FAKE_NVML_INIT"),
-    };
     let mut child = cmd.spawn().expect("steptop runs");
     let out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut got = Vec::new();
@@ -140,8 +156,8 @@ fail 2 0 gpm
 #[test]
 fn gpm_gives_sm_and_tensor_activity_between_two_samples() {
     // The probe prints from its second reading (tick 1) on: the first only starts the rates
-    // and GPM's interval.
-    let got = probe(&["--gpm", "--interval", "20ms"], GPM_GPU, None, 3);
+    // and GPM's interval. Readings are NVML's minimum GPM interval (100 ms) apart or more.
+    let got = probe(&["--gpm", "--interval", "120ms"], GPM_GPU, None, 3);
     let g = |k: usize| &got[k]["gpus"][0];
     assert_eq!(g(0)["sm_active_pct"], 62.5);
     assert_eq!(g(0)["tensor_active_pct"], 40.0);
@@ -353,7 +369,10 @@ fn a_trainer_under_a_launcher_is_the_launchers_first_child() {
 
 #[test]
 fn the_trainer_named_by_pid_or_found_on_a_gpu() {
-    let fake = FakeTrainer::spawn(16, 4, 2, None);
+    // A CUDA process holds the NVIDIA device nodes open; a file named like one stands in.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = support::fake_gpu_node(dir.path());
+    let fake = FakeTrainer::spawn_wrapped(r#"exec 4<"$2"; exec "$1" 16 4 2"#, 2, &node);
     let pid = fake.pid.to_string();
     let s = &probe(&["--once", "--pid", &pid], "gpus 0\n", None, 1)[0];
     assert_eq!(s["trainer"]["found_by"], "--pid");

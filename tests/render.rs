@@ -154,6 +154,7 @@ fn without_nvml_the_gpu_pane_says_why() {
     m.apply(Msg::Sample(Box::new(Sample {
         time: 1_800_000_000.0,
         gpus: Vec::new(),
+        gpu_notes: Vec::new(),
         gpu_error: Some(
             "no NVIDIA library (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this \
              machine, or set STEPTOP_NVML_LIB to the library's path"

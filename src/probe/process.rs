@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::trainer::launcher;
 use super::{TrainerReading, WorkerReading};
 
 /// Processes whose smaps_rollup one slow reading reads: the kernel walks each one's page
@@ -34,6 +35,8 @@ pub struct TreeProbe {
     memory: HashMap<u32, (u64, Result<Memory, String>)>,
     slow_reads: u64,
     usable_cores: Option<f64>,
+    /// The rank processes started by the same launcher, read on the slow tier.
+    ranks: Vec<u32>,
 }
 
 /// One line of /proc/PID/stat, the fields steptop uses.
@@ -67,6 +70,7 @@ impl TreeProbe {
             memory: HashMap::new(),
             slow_reads: 0,
             usable_cores: None,
+            ranks: Vec::new(),
         }
     }
 
@@ -123,9 +127,11 @@ impl TreeProbe {
         self.prev_cpu = cpu_now;
         self.prev_time = Some(now);
         if slow || self.slow_reads == 0 {
+            self.ranks = sibling_ranks(&self.root, stat.ppid);
             self.read_memory(&children);
         }
         self.fill_memory(&mut r);
+        r.ranks.clone_from(&self.ranks);
         Some(r)
     }
 
@@ -236,6 +242,16 @@ pub fn children(dir: &Path) -> Vec<u32> {
     all.sort_unstable();
     all.dedup();
     all
+}
+
+/// Every process its launcher started, when the parent `ppid` is a launcher (torchrun,
+/// deepspeed, accelerate: one child per local rank); else none.
+fn sibling_ranks(root: &Path, ppid: u32) -> Vec<u32> {
+    let parent = root.join(ppid.to_string());
+    match command_line(&parent).as_deref().and_then(launcher) {
+        Some(_) => children(&parent),
+        None => Vec::new(),
+    }
 }
 
 /// Whether process `pid` runs: it exists and has not exited (a zombie has).

@@ -3,6 +3,7 @@
 //! (the GPUs' process lists, which take a driver lock, and smaps_rollup, which walks page
 //! tables). `spawn` runs it on one thread that sends each sample into the inbox.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
@@ -10,10 +11,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use nvml_wrapper::Nvml;
 
+use super::gpu::select::{CudaEnv, GpuSelect};
 use super::gpu::{self, GpuProbe};
 use super::host::HostProbe;
 use super::process::TreeProbe;
-use super::{GpuReading, Sample, trainer};
+use super::{GpuReading, Sample, TrainerReading, trainer};
 use crate::msg::Msg;
 
 /// What to read, and how often.
@@ -22,8 +24,8 @@ pub struct SamplerOptions {
     pub interval: Duration,
     /// The slow tier runs every this many samples (the first sample is always slow).
     pub slow_every: u32,
-    /// `--gpus 0,2`; None: all, or the trainer's once known.
-    pub gpus: Option<Vec<u32>>,
+    /// `--gpus 0,2`, UUIDs or `cuda`; None: all, or the trainer's once known.
+    pub gpus: Option<GpuSelect>,
     pub gpm: bool,
     /// `--pid`; None: looked for among the writers of `logs`, then the GPUs' processes.
     pub pid: Option<u32>,
@@ -53,8 +55,10 @@ pub struct Sampler<'n> {
     host: HostProbe,
     trainer: Option<TreeProbe>,
     ticks: u64,
-    /// (gpu index, pid) of the GPUs' compute processes at the last slow reading.
-    gpu_processes: Vec<(u32, u32)>,
+    /// (device, pid) of the GPUs' compute processes at the last slow reading.
+    gpu_processes: Vec<((u32, Option<u32>), u32)>,
+    /// Which of those pids are processes of ours that hold a GPU open, by pid.
+    ours: HashMap<u32, bool>,
     /// When to look for the log's writer again while no trainer is known.
     discovery: Backoff,
 }
@@ -93,7 +97,7 @@ impl<'n> Sampler<'n> {
     /// `nvml` is the result of `gpu::open()`.
     pub fn new(nvml: &'n Result<Nvml, String>, opts: SamplerOptions) -> Self {
         let gpus = match nvml {
-            Ok(n) => GpuProbe::new(n, opts.gpus.as_deref(), opts.gpm),
+            Ok(n) => GpuProbe::new(n, opts.gpus.as_ref(), opts.gpm, &CudaEnv::from_env()),
             Err(e) => Err(e.clone()),
         };
         let trainer = opts
@@ -106,6 +110,7 @@ impl<'n> Sampler<'n> {
             trainer,
             ticks: 0,
             gpu_processes: Vec::new(),
+            ours: HashMap::new(),
             discovery: Backoff::default(),
         }
     }
@@ -121,15 +126,22 @@ impl<'n> Sampler<'n> {
             ..Sample::default()
         };
         match &mut self.gpus {
-            Ok(p) => s.gpus = p.read(slow),
+            Ok(p) => {
+                s.gpus = p.read(slow);
+                s.gpu_notes = p.notes().to_vec();
+            }
             Err(e) => s.gpu_error = Some(e.clone()),
         }
         if slow {
             self.gpu_processes = s
                 .gpus
                 .iter()
-                .flat_map(|g| g.processes.iter().flatten().map(move |p| (g.index, p.pid)))
+                .flat_map(|g| g.processes.iter().flatten().map(move |p| (g.key(), p.pid)))
                 .collect();
+            self.check_gpu_pids();
+        }
+        if self.foreign_pids() {
+            s.gpu_notes.push(FOREIGN_PIDS.into());
         }
         s.host = self.host.read(time);
         if self.trainer.is_none() && slow {
@@ -163,7 +175,13 @@ impl<'n> Sampler<'n> {
         } else {
             None
         };
-        let found = by_log.or_else(|| trainer::by_gpu(&self.gpu_processes))?;
+        let ours: Vec<(u32, u32)> = self
+            .gpu_processes
+            .iter()
+            .filter(|(_, pid)| self.ours.get(pid) == Some(&true))
+            .map(|((gpu, _), pid)| (*gpu, *pid))
+            .collect();
+        let found = by_log.or_else(|| trainer::by_gpu(&ours))?;
         Some(TreeProbe::new(
             &self.opts.proc_root,
             found.pid,
@@ -171,26 +189,55 @@ impl<'n> Sampler<'n> {
         ))
     }
 
+    /// Which GPU processes are processes of ours that hold a GPU open. NVML gives process ids
+    /// in the host's PID namespace: inside a container they are absent from /proc, or name
+    /// another process.
+    fn check_gpu_pids(&mut self) {
+        let listed: Vec<u32> = self.gpu_processes.iter().map(|(_, pid)| *pid).collect();
+        self.ours.retain(|pid, _| listed.contains(pid));
+        for pid in listed {
+            self.ours.entry(pid).or_insert_with(|| {
+                let dir = self.opts.proc_root.join(pid.to_string());
+                dir.exists() && trainer::holds_gpu(&dir) != Some(false)
+            });
+        }
+    }
+
+    /// Whether the GPUs run processes and none of them is ours to see.
+    fn foreign_pids(&self) -> bool {
+        !self.ours.is_empty() && !self.ours.values().any(|o| *o)
+    }
+
     /// With no `--gpus`, once the trainer is known and runs on some GPUs, only those are
-    /// shown.
-    fn keep_trainer_gpus(&self, gpus: &mut Vec<GpuReading>, t: Option<&super::TrainerReading>) {
+    /// shown: the GPUs of every rank its launcher started, and the GPUs of those MIG devices.
+    fn keep_trainer_gpus(&self, gpus: &mut Vec<GpuReading>, t: Option<&TrainerReading>) {
         let Some(t) = t else {
             return;
         };
         let tree: Vec<u32> = std::iter::once(t.pid)
             .chain(t.workers.iter().map(|w| w.pid))
+            .chain(t.ranks.iter().copied())
             .collect();
-        let used: Vec<u32> = self
+        let used: Vec<(u32, Option<u32>)> = self
             .gpu_processes
             .iter()
             .filter(|(_, pid)| tree.contains(pid))
-            .map(|(gpu, _)| *gpu)
+            .map(|(key, _)| *key)
             .collect();
         if !used.is_empty() {
-            gpus.retain(|g| used.contains(&g.index));
+            // A GPU stays when the trainer uses it or one of its MIG devices; a MIG device
+            // when the trainer uses that device.
+            gpus.retain(|g| match g.key() {
+                (index, None) => used.iter().any(|(u, _)| *u == index),
+                key => used.contains(&key),
+            });
         }
     }
 }
+
+/// The note for GPU processes that are not ours to see.
+const FOREIGN_PIDS: &str = "GPU processes are reported with the host's PIDs (steptop runs in \
+     a container or another PID namespace): the trainer is found by its log or --pid instead";
 
 /// Unix time now, in seconds.
 pub fn unix_now() -> f64 {

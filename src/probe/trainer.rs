@@ -195,6 +195,21 @@ pub fn by_gpu(processes: &[(u32, u32)]) -> Option<Found> {
         })
 }
 
+/// Whether the process at `dir` holds an NVIDIA device open (every CUDA process holds
+/// /dev/nvidiactl and /dev/nvidiaN; a `dev/nvidia*` node anywhere counts, as under a
+/// container's or a test's root); None when its descriptors cannot be read (another user's
+/// process).
+pub fn holds_gpu(dir: &Path) -> Option<bool> {
+    let entries = std::fs::read_dir(dir.join("fd")).ok()?;
+    Some(entries.flatten().any(|e| {
+        std::fs::read_link(e.path()).is_ok_and(|t| {
+            let parent = t.parent().and_then(Path::file_name);
+            let name = t.file_name().map(|n| n.as_encoded_bytes());
+            parent.is_some_and(|p| p == "dev") && name.is_some_and(|n| n.starts_with(b"nvidia"))
+        })
+    }))
+}
+
 fn pids(root: &Path) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();
@@ -259,6 +274,21 @@ mod tests {
         assert_eq!(launcher("python -m my_project.train"), None);
         assert_eq!(launcher("python -m"), None);
         assert_eq!(launcher("/opt/torchrun_helpers/train.py"), None);
+    }
+
+    #[test]
+    fn a_process_holds_a_gpu_when_it_has_an_nvidia_device_open() {
+        // This test process holds no NVIDIA device; a directory without fd/ cannot be read.
+        assert_eq!(holds_gpu(Path::new("/proc/self")), Some(false));
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(holds_gpu(dir.path()), None);
+        let fd = dir.path().join("fd");
+        std::fs::create_dir(&fd).expect("fd");
+        std::os::unix::fs::symlink("/dev/null", fd.join("4")).expect("link");
+        std::os::unix::fs::symlink("/srv/nvidia-docs/x", fd.join("5")).expect("link");
+        assert_eq!(holds_gpu(dir.path()), Some(false));
+        std::os::unix::fs::symlink("/dev/nvidiactl", fd.join("6")).expect("link");
+        assert_eq!(holds_gpu(dir.path()), Some(true));
     }
 
     #[test]

@@ -3,17 +3,42 @@
 //! slow tier (memory from smaps_rollup, every fifth), and the sampler's share of one core at
 //! 1 Hz; and the cost of one search for a log's writer (every process's descriptors), which
 //! runs only while no trainer is known, backing off to once a minute. CPU time is this thread's own, from /proc/thread-self/schedstat (nanoseconds).
-//! NVML's calls are not in it: they cost what the driver costs, measured on a real GPU.
+//! NVML's calls are then timed through the fake NVML library (tests/fake/nvml.c) with 8 GPUs:
+//! what steptop's own side of each call costs, and what a real driver's 20 ms PCIe counter
+//! would cost a reading before and after it moves to the slow tier. A real driver costs what
+//! it costs: run the same reading on a GPU machine to know it.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+use std::time::{Duration, Instant};
+
+use steptop::probe::gpu::GpuProbe;
+use steptop::probe::gpu::select::CudaEnv;
 use steptop::probe::{Sampler, SamplerOptions};
+
+const GPUS: u32 = 8;
 
 const WORKERS: u32 = 50;
 const SAMPLES: usize = 200;
 
 fn main() {
+    // The fake NVML reads its scenario from the environment when NVML starts; this is set
+    // while the process has one thread.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = dir.path().join("plain.txt");
+    let slow_pcie = dir.path().join("slow-pcie.txt");
+    std::fs::write(&plain, scenario("")).expect("scenario");
+    std::fs::write(&slow_pcie, scenario("delay pcie 20000\n")).expect("scenario");
+    // SAFETY: no other thread runs yet.
+    unsafe {
+        std::env::set_var("STEPTOP_NVML_LIB", support::fake_nvml());
+        std::env::set_var("FAKE_NVML_SCENARIO", &plain);
+    }
+    nvml_calls();
+    // SAFETY: as above; the previous NVML session has ended.
+    unsafe { std::env::set_var("FAKE_NVML_SCENARIO", &slow_pcie) };
+    slow_counters();
     let trainer = support::FakeTrainer::spawn(64, 4, WORKERS, None);
     let nvml = Err("no GPU in this benchmark".to_string());
     let fast = cpu_per_sample(&nvml, trainer.pid, u32::MAX);
@@ -37,6 +62,84 @@ fn main() {
         scan,
         scan / 60.0 / 1e6 * 100.0
     );
+}
+
+/// 8 GPUs, each with one compute process, and `more` directives.
+fn scenario(more: &str) -> String {
+    let mut s = format!("gpus {GPUS}\n");
+    for g in 0..GPUS {
+        s += &format!(
+            "row 0 {g} 90 40 30000 81559 500000 700000 60 1755 1980 0x0 1000 2000\nproc {g} {} 3000\n",
+            10_000 + g
+        );
+    }
+    s + more
+}
+
+/// steptop's side of each NVML call, through the fake library: mean and worst per call.
+fn nvml_calls() {
+    let nvml = steptop::probe::gpu::open().expect("the fake NVML opens");
+    let mut probe = GpuProbe::new(&nvml, None, false, &CudaEnv::default()).expect("GPUs");
+    let mut wall: Vec<Duration> = (0..SAMPLES)
+        .map(|i| {
+            let start = Instant::now();
+            std::hint::black_box(probe.read(i % 5 == 0));
+            start.elapsed()
+        })
+        .collect();
+    wall.sort();
+    println!(
+        "probe_cost: NVML through the fake library, {GPUS} GPUs, {SAMPLES} readings (slow tier every 5th)"
+    );
+    println!(
+        "  one reading of all {GPUS} GPUs: median {:.0} us wall (p90 {:.0} us)",
+        micros(wall[wall.len() / 2]),
+        micros(wall[wall.len() * 9 / 10])
+    );
+    for c in probe.costs().calls() {
+        println!(
+            "  {:<22} {:>7} calls, mean {:>6.1} us, worst {:>7.1} us",
+            c.call,
+            c.count,
+            micros(c.total) / c.count as f64,
+            micros(c.max)
+        );
+    }
+}
+
+/// A reading's wall time when the PCIe counters take 20 ms, as a real driver's may: the first
+/// reading pays for them, later fast ones do not.
+fn slow_counters() {
+    let nvml = steptop::probe::gpu::open().expect("the fake NVML opens");
+    let mut probe = GpuProbe::new(&nvml, None, false, &CudaEnv::default()).expect("GPUs");
+    let wall: Vec<Duration> = (0..10)
+        .map(|i| {
+            let start = Instant::now();
+            std::hint::black_box(probe.read(i % 5 == 0));
+            start.elapsed()
+        })
+        .collect();
+    let first = wall[0];
+    let slow_again = wall[5];
+    let mut fast: Vec<Duration> = (1..10).filter(|i| i % 5 != 0).map(|i| wall[i]).collect();
+    fast.sort();
+    println!("  with 20 ms PCIe counters on {GPUS} GPUs:");
+    println!(
+        "    first reading {:.0} ms (every counter read once, found slow)",
+        first.as_secs_f64() * 1e3
+    );
+    println!(
+        "    fast readings after it: median {:.2} ms (PCIe left to the slow tier)",
+        fast[fast.len() / 2].as_secs_f64() * 1e3
+    );
+    println!(
+        "    slow-tier reading: {:.0} ms (every 5th, in the sampler's own thread)",
+        slow_again.as_secs_f64() * 1e3
+    );
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
 }
 
 /// Median CPU microseconds of one search for the writer of a log nobody writes, and the
