@@ -191,6 +191,29 @@ fn a_throttled_gpu_shows_its_reasons() {
     snapshot("gpu_throttling_80x24", &draw(&m, &ui, &theme, 80, 24));
 }
 
+/// A trainer on a MIG device: the GPU (no utilization in MIG mode) and its MIG device as
+/// `0:0`, and the GPUs' notes under them.
+#[test]
+fn mig_devices_sit_under_their_gpu_and_the_notes_close_the_pane() {
+    let mut m = monitor(&[&fixture("mig_device_trainer", "run.jsonl")]);
+    let mut last = m.model.hardware.latest().expect("a sample").clone();
+    last.time += 1.0;
+    last.gpu_notes = vec![
+        "GPU 1 is hidden from this process (NVML: Insufficient Permissions): a container or \
+         Slurm's device cgroup gives it to another job"
+            .into(),
+    ];
+    m.apply(Msg::Sample(Box::new(last)));
+    let theme = default_theme();
+    let ui = UiState::default();
+    let big = draw(&m, &ui, &theme, 160, 48);
+    snapshot("mig_device_160x48", &big);
+    snapshot("mig_device_80x24", &draw(&m, &ui, &theme, 80, 24));
+    assert!(find(&big, "0:0 ").is_some());
+    assert!(find(&big, " MIG ").is_some());
+    assert!(find(&big, "GPU 1 is hidden from this process").is_some());
+}
+
 #[test]
 fn help_overlay_and_a_zoomed_pane() {
     let m = monitor(&[&fixture("stage8_third", "timing.log")]);

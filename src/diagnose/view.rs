@@ -189,9 +189,13 @@ impl<'a> View<'a> {
         self.gpu_mean(|g| g.util_pct.map(f64::from))
     }
 
-    /// Mean power draw as a share of the enforced limit (0-1).
+    /// Mean power draw as a share of the enforced limit (0-1), of GPUs whose power is their
+    /// own (not a GPU in MIG mode, shared by its instances).
     pub fn gpu_power_share(&self) -> Option<f64> {
-        self.gpu_mean(|g| Some(g.power_w? / g.power_limit_w.filter(|l| *l > 0.0)?))
+        self.gpu_mean(|g| {
+            g.power_is_its_own()
+                .then(|| Some(g.power_w? / g.power_limit_w.filter(|l| *l > 0.0)?))?
+        })
     }
 
     /// Mean of the largest and the smallest utilization per GPU, over the window: a wide

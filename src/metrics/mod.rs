@@ -289,7 +289,7 @@ fn hardware(out: &mut Out, mon: &Monitor) {
     let gpu = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(Labels, f64)> {
         s.gpus
             .iter()
-            .filter_map(|g| Some((vec![("gpu", g.index.to_string())], f(g)?)))
+            .filter_map(|g| Some((vec![("gpu", g.id())], f(g)?)))
             .collect()
     };
     out.family(
@@ -298,12 +298,7 @@ fn hardware(out: &mut Out, mon: &Monitor) {
         None,
         s.gpus
             .iter()
-            .map(|g| {
-                (
-                    vec![("gpu", g.index.to_string()), ("name", g.name.clone())],
-                    1.0,
-                )
-            })
+            .map(|g| (vec![("gpu", g.id()), ("name", g.name.clone())], 1.0))
             .collect(),
     );
     out.family(

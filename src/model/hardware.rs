@@ -19,7 +19,8 @@ pub struct Hardware {
     pub samples: u64,
     /// Time of the first sample.
     pub first_time: Option<f64>,
-    pub gpus: BTreeMap<u32, GpuStats>,
+    /// By GPU and MIG device (`GpuReading::key`).
+    pub gpus: BTreeMap<(u32, Option<u32>), GpuStats>,
     pub host_cpu_pct: RunStats,
     pub host_mem_used_bytes: RunStats,
     pub trainer_cpu_pct: RunStats,
@@ -31,6 +32,8 @@ pub struct Hardware {
 #[derive(Clone, Debug, Default)]
 pub struct GpuStats {
     pub name: String,
+    /// NVML's name for it: `1`, or `1:0` for a MIG device.
+    pub id: String,
     pub util_pct: RunStats,
     pub power_w: RunStats,
     pub power_limit_w: Option<f64>,
@@ -53,15 +56,19 @@ impl Hardware {
         self.first_time.get_or_insert(s.time);
         let mut changes = Vec::new();
         for g in &s.gpus {
-            let stats = self.gpus.entry(g.index).or_default();
+            let stats = self.gpus.entry(g.key()).or_default();
             stats.name.clone_from(&g.name);
-            match (&g.failed, stats.failed) {
-                (Some(why), false) => changes.push(GpuChange::Lost {
-                    gpu: g.index,
-                    why: why.clone(),
-                }),
-                (None, true) => changes.push(GpuChange::Back { gpu: g.index }),
-                _ => {}
+            stats.id = g.id();
+            // A lost GPU takes its MIG devices with it: one event, the GPU's.
+            if g.key().1.is_none() {
+                match (&g.failed, stats.failed) {
+                    (Some(why), false) => changes.push(GpuChange::Lost {
+                        gpu: g.index,
+                        why: why.clone(),
+                    }),
+                    (None, true) => changes.push(GpuChange::Back { gpu: g.index }),
+                    _ => {}
+                }
             }
             stats.failed = g.failed.is_some();
             push(&mut stats.util_pct, g.util_pct.map(f64::from));
@@ -140,7 +147,7 @@ mod tests {
         assert!(h.apply(sample(0, true)).is_empty());
         assert_eq!(h.apply(sample(50, false)), vec![GpuChange::Back { gpu: 0 }]);
         // Failed readings add nothing to the statistics.
-        assert_eq!(h.gpus[&0].util_pct.mean(), Some(40.0));
+        assert_eq!(h.gpus[&(0, None)].util_pct.mean(), Some(40.0));
         assert_eq!(h.samples, 4);
     }
 }

@@ -134,6 +134,11 @@ pub struct HardwareOut {
 #[derive(Debug, Serialize)]
 pub struct GpuOut {
     pub index: u32,
+    /// For a MIG device, its number under GPU `index`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig_device: Option<u32>,
+    /// `1`, or `1:0` for MIG device 0 of GPU 1.
+    pub id: String,
     pub name: String,
     pub util_pct: Option<Quantiles>,
     pub power_w: Option<Quantiles>,
@@ -154,8 +159,10 @@ fn hardware(m: &Model) -> Option<HardwareOut> {
         gpus: h
             .gpus
             .iter()
-            .map(|(index, g)| GpuOut {
+            .map(|((index, mig_device), g)| GpuOut {
                 index: *index,
+                mig_device: *mig_device,
+                id: g.id.clone(),
                 name: g.name.clone(),
                 util_pct: Quantiles::of(&g.util_pct),
                 power_w: Quantiles::of(&g.power_w),

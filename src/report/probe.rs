@@ -33,6 +33,9 @@ pub fn text(s: &Sample) -> String {
         Some(e) => words(&mut o, "gpus     none: ", 9, e),
         None => s.gpus.iter().for_each(|g| gpu(&mut o, g)),
     }
+    for n in &s.gpu_notes {
+        words(&mut o, "gpus     ", 9, n);
+    }
     match &s.host {
         Some(h) => host(&mut o, h),
         None => o.push_str("host     not readable (steptop reads the host from Linux /proc)\n"),
@@ -47,7 +50,10 @@ pub fn text(s: &Sample) -> String {
 }
 
 fn gpu(o: &mut String, g: &GpuReading) {
-    let _ = write!(o, "gpu {:<4} {}", g.index, g.name);
+    let _ = write!(o, "gpu {:<4} {}", g.label(), g.name);
+    if g.mig == Some(crate::probe::Mig::Parent) {
+        o.push_str(" (MIG mode: power and clocks shared by its MIG devices)");
+    }
     if let Some(f) = &g.failed {
         let _ = writeln!(o, "\n         FAILED: {f}");
         return;
@@ -58,7 +64,11 @@ fn gpu(o: &mut String, g: &GpuReading) {
         parts.push(format!("util {u}%"));
     }
     if let (Some(u), Some(t)) = (g.mem_used_bytes, g.mem_total_bytes) {
-        parts.push(format!("mem {} / {}", gib(u), gib(t)));
+        let reserved = g
+            .mem_reserved_bytes
+            .filter(|r| *r > 0)
+            .map_or(String::new(), |r| format!(" ({} reserved)", gib(r)));
+        parts.push(format!("mem {} / {}{reserved}", gib(u), gib(t)));
     }
     if let Some(p) = g.power_w {
         let limit = g
@@ -73,7 +83,10 @@ fn gpu(o: &mut String, g: &GpuReading) {
         let max = g
             .sm_clock_max_mhz
             .map_or(String::new(), |m| format!("/{m}"));
-        parts.push(format!("sm {c}{max} MHz"));
+        let app = g
+            .sm_clock_app_mhz
+            .map_or(String::new(), |a| format!(", set to {a}"));
+        parts.push(format!("sm {c}{max} MHz{app}"));
     }
     wrap(o, &parts);
     let mut more = Vec::new();
@@ -156,6 +169,19 @@ fn trainer(o: &mut String, t: &TrainerReading) {
         parts.push(format!("usable cores {c:.1}"));
     }
     wrap(o, &parts);
+    if !t.ranks.is_empty() {
+        let ranks: Vec<String> = t.ranks.iter().map(u32::to_string).collect();
+        words(
+            o,
+            "         ",
+            9,
+            &format!(
+                "{} ranks from its launcher: {}",
+                t.ranks.len(),
+                ranks.join(" ")
+            ),
+        );
+    }
     let mut w = vec![format!("{} workers", t.workers.len())];
     if let (Some(pss), Some(private)) = (t.workers_pss_bytes, t.workers_private_bytes) {
         w.push(format!("pss {} (private {})", gib(pss), gib(private)));

@@ -256,20 +256,31 @@ fn hardware(r: &Report, o: &mut String) {
         super::probe::words(o, &format!("{:<14}none: ", "gpus"), 14, e);
     }
     for g in &h.gpus {
-        let mut s = String::new();
+        let mut parts = Vec::new();
         if let Some(u) = g.util_pct {
-            let _ = write!(s, "util p50 {:.0}%", u.p50);
+            parts.push(format!("util p50 {:.0}%", u.p50));
         }
         if let Some(p) = g.power_w {
             let limit = g
                 .power_limit_w
                 .map_or(String::new(), |l| format!(" of {l:.0} W"));
-            let _ = write!(s, ", power p50 {:.0} W{limit}", p.p50);
+            parts.push(format!("power p50 {:.0} W{limit}", p.p50));
+        }
+        if let (Some(m), Some(total)) = (g.mem_used_bytes, g.mem_total_bytes) {
+            parts.push(format!(
+                "memory p50 {} of {}",
+                crate::units::gib(m.p50 as u64),
+                crate::units::gib(total)
+            ));
         }
         if g.failed {
-            s.push_str(", LOST at the end");
+            parts.push("LOST at the end".into());
         }
-        line(o, &format!("gpu {}", g.index), s);
+        if parts.is_empty() {
+            parts.push("no reading".into());
+        }
+        let label = display::pad(&format!("gpu {}", g.id), 14);
+        words(o, &label, 14, &parts.join(", "));
     }
     if let Some(c) = h.host_cpu_pct {
         line(

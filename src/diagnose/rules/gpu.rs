@@ -54,8 +54,12 @@ fn gpu_starved(v: &View, k: &Knobs) -> Option<Finding> {
         || "the GPU waits on the training process's Python thread",
     );
     if let Some(pw) = power {
-        let watts = v.gpu_mean(|g| g.power_w).unwrap_or(0.0);
-        let limit = v.gpu_mean(|g| g.power_limit_w).unwrap_or(0.0);
+        let own = |f: fn(&crate::probe::GpuReading) -> Option<f64>| {
+            v.gpu_mean(|g| g.power_is_its_own().then(|| f(g))?)
+                .unwrap_or(0.0)
+        };
+        let watts = own(|g| g.power_w);
+        let limit = own(|g| g.power_limit_w);
         f = f.why(|| {
             format!(
                 "the GPU draws {watts:.0} W of its {limit:.0} W limit ({})",
@@ -188,6 +192,9 @@ fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
     });
     f = match util {
         Some(u) => f.why(|| format!("GPU utilization {u:.0}%")),
+        None if v.latest().is_some_and(|s| !s.gpus.is_empty()) => {
+            f.why(|| "NVML gives no GPU utilization here (MIG mode): judged from the log alone")
+        }
         None => f.why(|| "no GPU readings: judged from the log alone"),
     };
     let facts = &v.m.facts;
@@ -207,7 +214,7 @@ fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
 pub const GPU_THROTTLING: Rule = Rule {
     id: "gpu_throttling",
     basis: Basis::Seconds,
-    summary: "thermal, power-brake or hardware slowdown, or the SM clock well under its max while busy",
+    summary: "thermal, power-brake or hardware slowdown, or a busy GPU's SM clock well under its applications clock for a reason other than the power cap",
     params: &[
         p(
             "share",
@@ -217,7 +224,7 @@ pub const GPU_THROTTLING: Rule = Rule {
         p(
             "clock-share",
             0.8,
-            "SM clock over its max under which a busy GPU counts as held down",
+            "SM clock over the applications clock under which a busy GPU counts as held down",
         ),
         p(
             "busy-pct",
@@ -239,6 +246,17 @@ const SLOWDOWNS: [&str; 4] = [
     "hw_slowdown",
 ];
 
+/// Reasons that say nothing is wrong: an idle GPU lowers its clocks, and a busy one runs
+/// against its power cap by design.
+const BENIGN: [&str; 2] = ["gpu_idle", "sw_power_cap"];
+
+/// Whether a reading's clocks are held by something other than the power cap or idleness.
+fn held_for_a_reason(g: &crate::probe::GpuReading) -> bool {
+    g.throttle
+        .as_ref()
+        .is_some_and(|t| t.iter().any(|r| !BENIGN.contains(&r.as_str())))
+}
+
 fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
     let readings: Vec<&crate::probe::GpuReading> = v
         .samples()
@@ -248,36 +266,40 @@ fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
     if readings.is_empty() {
         return None;
     }
+    let has = |g: &crate::probe::GpuReading, r: &str| {
+        g.throttle
+            .as_ref()
+            .is_some_and(|t| t.iter().any(|x| x == r))
+    };
     let slowed: Vec<&str> = SLOWDOWNS
         .iter()
         .copied()
-        .filter(|r| {
-            readings.iter().any(|g| {
-                g.throttle
-                    .as_ref()
-                    .is_some_and(|t| t.iter().any(|x| x == r))
-            })
-        })
+        .filter(|r| readings.iter().any(|g| has(g, r)))
         .collect();
     let share = readings
         .iter()
-        .filter(|g| {
-            g.throttle
-                .as_ref()
-                .is_some_and(|t| t.iter().any(|x| SLOWDOWNS.contains(&x.as_str())))
-        })
+        .filter(|g| SLOWDOWNS.iter().any(|r| has(g, r)))
         .count() as f64
         / readings.len() as f64;
-    let busy: Vec<f64> = readings
+    // The clock is judged against the clock the GPU is set to run at, never its maximum: a
+    // GeForce card's max boost (3090 MHz on an RTX 5090) is one it rarely holds under load,
+    // and it has no applications clock, so there only the reasons speak. A low clock counts
+    // only while something other than the power cap holds it.
+    let busy: Vec<&&crate::probe::GpuReading> = readings
         .iter()
         .filter(|g| {
             g.util_pct
                 .is_some_and(|u| f64::from(u) >= k.get("busy-pct"))
         })
-        .filter_map(|g| Some(f64::from(g.sm_clock_mhz?) / f64::from(g.sm_clock_max_mhz?)))
+        .filter(|g| g.sm_clock_app_mhz.is_some())
         .collect();
-    let clock = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
-    let held = clock.is_some_and(|c| c < k.get("clock-share"));
+    let ratios: Vec<f64> = busy
+        .iter()
+        .filter_map(|g| Some(f64::from(g.sm_clock_mhz?) / f64::from(g.sm_clock_app_mhz?)))
+        .collect();
+    let clock = (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64);
+    let reason = busy.iter().any(|g| held_for_a_reason(g));
+    let held = reason && clock.is_some_and(|c| c < k.get("clock-share"));
     if share < k.get("share") && !held {
         return None;
     }
@@ -285,14 +307,31 @@ fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
     if !slowed.is_empty() {
         f = f.why(|| format!("{} in {} of readings", slowed.join(", "), pct(share)));
     }
-    if let Some(c) = clock {
-        f = f.why(|| format!("SM clock at {} of its max while busy", pct(c)));
+    if let Some(c) = clock.filter(|_| held) {
+        let reasons: Vec<&str> = readings
+            .iter()
+            .flat_map(|g| g.throttle.iter().flatten())
+            .map(String::as_str)
+            .filter(|r| !BENIGN.contains(r))
+            .fold(Vec::new(), |mut all, r| {
+                if !all.contains(&r) {
+                    all.push(r);
+                }
+                all
+            });
+        f = f.why(|| {
+            format!(
+                "SM clock at {} of its applications clock while busy ({})",
+                pct(c),
+                reasons.join(", ")
+            )
+        });
     }
     if let Some(t) = v.gpu_mean(|g| g.temp_c.map(f64::from)) {
         f = f.why(|| format!("temperature {t:.0} C"));
     }
     Some(
-        f.gain(clock.map_or(0.0, |c| 1.0 - c))
+        f.gain(clock.map_or(0.0, |c| (1.0 - c).max(0.0)))
             .act(|| "check cooling and airflow (fans, inlet temperature, dust)")
             .act(|| "check the power limit: nvidia-smi -q -d POWER,PERFORMANCE"),
     )

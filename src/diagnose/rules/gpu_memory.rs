@@ -35,7 +35,7 @@ fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
         return logged_pressure(v, k, latest);
     };
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
-    let title = || format!("GPU {} memory is {} full", g.index, pct(share));
+    let title = || format!("GPU {} memory is {} full", g.label(), pct(share));
     Some(
         v.graded(level, title)
             .why(|| {

@@ -362,13 +362,17 @@ pub const STRAGGLER: Rule = Rule {
 };
 
 /// The odd one out: (its key, its value, the median of the others), by `worst`.
-fn odd_one(values: &[(u32, f64)], worst: impl Fn(f64, f64) -> bool) -> Option<(u32, f64, f64)> {
+fn odd_one<K: Clone + PartialEq>(
+    values: &[(K, f64)],
+    worst: impl Fn(f64, f64) -> bool,
+) -> Option<(K, f64, f64)> {
     if values.len() < 2 {
         return None;
     }
-    let &(key, x) = values
+    let (key, x) = values
         .iter()
-        .reduce(|a, b| if worst(b.1, a.1) { b } else { a })?;
+        .reduce(|a, b| if worst(b.1, a.1) { b } else { a })?
+        .clone();
     let mut others: Vec<f64> = values.iter().filter(|v| v.0 != key).map(|v| v.1).collect();
     let med = median(&mut others)?;
     Some((key, x, med))
@@ -389,13 +393,13 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
             .collect();
     let rank = odd_one(&ranks, |a, b| a > b).filter(|(_, x, med)| *x >= k.get("ratio") * med);
     // Per GPU of the latest reading, the window's mean of `f`.
-    let gpus = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(u32, f64)> {
+    let gpus = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(String, f64)> {
         let latest = v.latest().map_or(&[][..], |s| &s.gpus[..]);
         latest
             .iter()
             .filter_map(|g| {
-                let mean = v.gpu_mean(|r| if r.index == g.index { f(r) } else { None })?;
-                Some((g.index, mean))
+                let mean = v.gpu_mean(|r| if r.key() == g.key() { f(r) } else { None })?;
+                Some((g.label(), mean))
             })
             .collect()
     };
@@ -412,7 +416,7 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
     if rank.is_none() && util.is_none() && clock.is_none() {
         return None;
     }
-    let title = || match (rank, util, clock) {
+    let title = || match (&rank, &util, &clock) {
         (Some((r, x, med)), _, _) => format!(
             "rank {r} is {:.0}% slower than the others",
             (x / med - 1.0) * 100.0
@@ -431,10 +435,10 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
             .why(|| format!("rank {r}: {x:.0} ms per step; the other ranks' median {med:.0} ms"))
             .gain(1.0 - med / x);
     }
-    if let Some((g, x, med)) = util {
+    if let Some((g, x, med)) = &util {
         f = f.why(|| format!("GPU {g}: {x:.0}% utilization; the others' median {med:.0}%"));
     }
-    if let Some((g, x, med)) = clock {
+    if let Some((g, x, med)) = &clock {
         f = f.why(|| {
             format!("GPU {g}: SM clock {x:.0} MHz while busy; the others' median {med:.0} MHz")
         });

@@ -1,5 +1,7 @@
 //! Per GPU: utilisation with a sparkline, memory, power against its limit, temperature, SM
-//! clock, and why the clocks are held down; the reason when NVML gives nothing.
+//! clock, and why the clocks are held down; the reason when NVML gives nothing. MIG devices
+//! sit under their GPU as `1:0`; with `--gpus cuda` a GPU is named `cuda0=2` (CUDA's number,
+//! then NVML's). The GPUs' notes (hidden GPUs, numbering, foreign process ids) close the pane.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -18,9 +20,14 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let h = &v.mon.model.hardware;
     let latest = h.latest();
     let count = latest.map_or(0, |s| s.gpus.len());
+    let numbering = if latest.is_some_and(|s| s.gpus.iter().any(|g| g.cuda_index.is_some())) {
+        "CUDA numbers · "
+    } else {
+        ""
+    };
     let extra = match count {
         0 => String::new(),
-        n => format!("{n} · util {}s/cell", SPARK_S as u32),
+        n => format!("{n} · {numbering}util {}s/cell", SPARK_S as u32),
     };
     let block = v.block(Pane::Gpus, extra);
     let inner = block.inner(area);
@@ -35,15 +42,21 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             .gpu_error
             .clone()
             .unwrap_or_else(|| "no GPU selected".into());
-        f.render_widget(
-            Paragraph::new(v.span(format!("no GPU readings: {why}"), Role::Muted))
-                .wrap(Wrap { trim: true }),
-            inner,
-        );
+        let mut text = vec![Line::from(
+            v.span(format!("no GPU readings: {why}"), Role::Muted),
+        )];
+        text.extend(notes(v, sample));
+        f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), inner);
         return;
     }
     let width = inner.width as usize;
     let two_rows = width < 64 && inner.height as usize >= 2 * sample.gpus.len();
+    let label_w = sample
+        .gpus
+        .iter()
+        .map(|g| g.label().len())
+        .max()
+        .unwrap_or(1);
     let mut lines = Vec::new();
     for g in &sample.gpus {
         let spark_w = if two_rows {
@@ -55,7 +68,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             .recent
             .iter()
             .filter_map(|s| {
-                let r = s.gpus.iter().find(|x| x.index == g.index)?;
+                let r = s.gpus.iter().find(|x| x.key() == g.key())?;
                 Some((s.time, f64::from(r.util_pct?)))
             })
             .collect();
@@ -64,7 +77,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             100.0,
         );
         let mut head = vec![
-            v.span(format!("{} ", g.index), Role::Title),
+            v.span(format!("{:<label_w$} ", g.label()), Role::Title),
             v.span(format!("{} ", fit(&short_name(&g.name), 12)), Role::Muted),
         ];
         if let Some(why) = &g.failed {
@@ -73,8 +86,14 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             continue;
         }
         head.push(v.span(spark, Role::Chart));
+        // NVML gives no utilization for a GPU in MIG mode, nor for its MIG devices.
+        let no_util = if g.mig == Some(crate::probe::Mig::Parent) {
+            " MIG"
+        } else {
+            " -"
+        };
         head.push(v.span(
-            g.util_pct.map_or(" -".into(), |u| format!(" {u:>3}%")),
+            g.util_pct.map_or(no_util.into(), |u| format!(" {u:>3}%")),
             util_role(g.util_pct),
         ));
         let rest = details(v, g);
@@ -89,7 +108,24 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             lines.push(Line::from(head));
         }
     }
+    let used = (lines.len() as u16).min(inner.height);
     f.render_widget(Paragraph::new(lines), inner);
+    let rest = Rect {
+        y: inner.y + used,
+        height: inner.height - used,
+        ..inner
+    };
+    if rest.height > 0 {
+        let text: Vec<Line> = notes(v, sample).collect();
+        f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), rest);
+    }
+}
+
+/// The GPUs' notes, muted, one line each before wrapping.
+fn notes<'a>(v: &'a View, s: &'a crate::probe::Sample) -> impl Iterator<Item = Line<'a>> + 'a {
+    s.gpu_notes
+        .iter()
+        .map(move |n| Line::from(v.span(n.clone(), Role::Muted)))
 }
 
 /// Memory, power, temperature, clock and throttle reasons, as spans.
@@ -136,7 +172,11 @@ fn gib(bytes: u64) -> f64 {
     bytes as f64 / f64::from(1u32 << 30)
 }
 
-/// `NVIDIA H100 80GB HBM3` is `H100 80GB HBM3`: the vendor is the same on every line.
+/// `NVIDIA H100 80GB HBM3` is `H100 80GB HBM3`: the vendor is the same on every line. A MIG
+/// device is its profile (`MIG 3g.40gb`): its GPU's name is on the line above.
 fn short_name(name: &str) -> String {
-    name.trim_start_matches("NVIDIA ").to_string()
+    match name.find("MIG ") {
+        Some(at) => name[at..].to_string(),
+        None => name.trim_start_matches("NVIDIA ").to_string(),
+    }
 }
