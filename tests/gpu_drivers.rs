@@ -273,6 +273,18 @@ fn mig_devices_are_listed_under_their_gpu_and_no_rule_reads_the_parents_power() 
 }
 
 #[test]
+fn the_clock_a_gpu_is_set_to_run_at_is_read_where_it_has_one() {
+    // A data-centre GPU has an applications clock; a GeForce card answers "not supported",
+    // which is no error.
+    let scenario = gpus(2) + "appclock 0 1410\nname 1 NVIDIA GeForce RTX 5090\n";
+    let (got, _) = probe(&support::fake_nvml(), &["--once"], &scenario, &[], 1);
+    let s = &got[0];
+    assert_eq!(s["gpus"][0]["sm_clock_app_mhz"], 1410);
+    assert_eq!(s["gpus"][1]["sm_clock_app_mhz"], Value::Null);
+    assert_eq!(s["gpus"][1]["errors"], json!([]));
+}
+
+#[test]
 fn process_ids_of_another_pid_namespace_are_said_and_not_chased() {
     // pid_max is at most 2^22: no process here has this id, as inside a container no process
     // has the host's ids.
@@ -322,7 +334,8 @@ fn gpus_are_chosen_by_uuid_or_numbered_as_cuda_numbers_them() {
             )
         })
         .collect();
-    assert_eq!(seen, [(2, 1), (3, 0)]);
+    // In CUDA's order.
+    assert_eq!(seen, [(3, 0), (2, 1)]);
     let notes = s["gpu_notes"].as_array().expect("notes");
     assert!(
         notes[0].as_str().unwrap().starts_with(

@@ -52,7 +52,9 @@ pub fn text(s: &Sample) -> String {
 fn gpu(o: &mut String, g: &GpuReading) {
     let _ = write!(o, "gpu {:<4} {}", g.label(), g.name);
     if g.mig == Some(crate::probe::Mig::Parent) {
-        o.push_str(" (MIG mode: power and clocks shared by its MIG devices)");
+        o.push_str(
+            "\n         MIG mode: power and clocks are the GPU's, shared by its MIG devices",
+        );
     }
     if let Some(f) = &g.failed {
         let _ = writeln!(o, "\n         FAILED: {f}");

@@ -98,11 +98,11 @@ fn nvml_calls() {
     );
     for c in probe.costs().calls() {
         println!(
-            "  {:<22} {:>7} calls, mean {:>6.1} us, worst {:>7.1} us",
+            "  {:<22} {:>7} calls, mean {:>5.0} ns, worst {:>6.0} ns",
             c.call,
             c.count,
-            micros(c.total) / c.count as f64,
-            micros(c.max)
+            micros(c.total) * 1e3 / c.count as f64,
+            micros(c.max) * 1e3
         );
     }
 }

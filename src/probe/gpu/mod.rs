@@ -176,23 +176,27 @@ impl<'n> GpuProbe<'n> {
         let resolved = select::resolve(select, &known, count, &unopened, env)?;
         let mut notes: Vec<String> = unopened.into_iter().map(|(_, w)| w).collect();
         notes.extend(resolved.note);
-        let gpus = opened
-            .into_iter()
-            .filter_map(|(index, mig, name, device)| {
-                let slice = match mig {
-                    Some(Mig::Slice(s)) => Some(s),
-                    _ => None,
-                };
-                let chosen = resolved
-                    .chosen
-                    .iter()
-                    .find(|c| c.index == index && c.slice == slice)?;
+        let slice_of = |mig: Option<Mig>| match mig {
+            Some(Mig::Slice(s)) => Some(s),
+            _ => None,
+        };
+        let mut opened: Vec<_> = opened.into_iter().map(Some).collect();
+        // In the order `resolve` chose: CUDA's when CUDA numbers them.
+        let gpus = resolved
+            .chosen
+            .iter()
+            .filter_map(|c| {
+                let at = opened.iter().position(|o| {
+                    o.as_ref()
+                        .is_some_and(|(i, mig, ..)| *i == c.index && slice_of(*mig) == c.slice)
+                })?;
+                let (index, mig, name, device) = opened[at].take()?;
                 // GPM of a MIG instance needs its own calls; a MIG GPU is left without it.
                 let gpm = (gpm && mig.is_none()).then(|| gpm_support(&device));
                 Some(Gpu {
                     index,
                     mig,
-                    cuda: chosen.cuda,
+                    cuda: c.cuda,
                     name,
                     device,
                     gpm,

@@ -178,7 +178,20 @@ pub fn resolve(
             }
         }
     }
-    chosen.sort_by_key(|c| (c.index, c.slice.map_or(0, |s| s + 1)));
+    // In CUDA's order when CUDA numbers them; a GPU's MIG devices stay under it.
+    let order = |c: &Chosen| {
+        let cuda = chosen
+            .iter()
+            .filter(|o| o.index == c.index)
+            .filter_map(|o| o.cuda)
+            .min()
+            .unwrap_or(u32::MAX);
+        (cuda, c.index, c.slice.map_or(0, |s| s + 1))
+    };
+    let mut keyed: Vec<((u32, u32, u32), Chosen)> =
+        chosen.iter().map(|c| (order(c), c.clone())).collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    let chosen = keyed.into_iter().map(|(_, c)| c).collect();
     Ok(Resolved { chosen, note })
 }
 
@@ -234,7 +247,9 @@ fn cuda_visible(visible: Option<&str>, known: &[Known]) -> Result<(Vec<usize>, S
     }
     if ids.is_empty() {
         return Err(format!(
-            "CUDA_VISIBLE_DEVICES={list} makes no GPU visible to CUDA here"
+            "CUDA_VISIBLE_DEVICES={list} makes no GPU visible to CUDA here: its first entry \
+             names none of the {} GPUs this process can open (CUDA numbers those from 0)",
+            whole.len()
         ));
     }
     let mut why = format!("GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES={list}).");
@@ -300,6 +315,12 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("from '7' on"), "{note}");
+        let env = CudaEnv {
+            visible: Some("3,0".into()),
+            order: None,
+        };
+        let r = resolve(Some(&GpuSelect::Cuda), &four(), 4, &[], &env).expect("resolves");
+        assert_eq!(picked(&r), [(3, None, Some(0)), (0, None, Some(1))]);
         let none = CudaEnv {
             visible: Some("".into()),
             order: None,
