@@ -7,9 +7,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -18,7 +16,7 @@ use support::FakeTrainer;
 const MIB: u64 = 1024 * 1024;
 
 /// `steptop probe --format json ARGS` against the fake library `lib` with `scenario` and
-/// `env`; its first `lines` readings, and the fake's call log (function, device, tick).
+/// `env`; its first `lines` readings, and the fake's call log as (function, device).
 fn probe(
     lib: &Path,
     args: &[&str],
@@ -26,46 +24,16 @@ fn probe(
     env: &[(&str, &str)],
     lines: usize,
 ) -> (Vec<Value>, Vec<(String, String)>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("scenario.txt");
-    let log = dir.path().join("calls.log");
-    std::fs::write(&path, scenario).expect("scenario");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
-    cmd.arg("probe")
-        .args(["--format", "json"])
-        .args(args)
-        .env("STEPTOP_NVML_LIB", lib)
-        .env("FAKE_NVML_SCENARIO", &path)
-        .env("FAKE_NVML_LOG", &log)
-        .env_remove("FAKE_NVML_INIT")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env_remove("CUDA_DEVICE_ORDER")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("steptop runs");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut got = Vec::new();
-    for line in out.lines().take(lines) {
-        let line = line.expect("line");
-        got.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
-    }
-    let _ = child.kill();
-    let status = child.wait().expect("wait");
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    assert_eq!(got.len(), lines, "steptop ended early ({status}): {err}");
-    let calls = std::fs::read_to_string(&log)
-        .unwrap_or_default()
+    let run = support::probe(lib, args, scenario, env, lines);
+    let calls = run
+        .calls
         .lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();
             Some((w.next()?.to_string(), w.next()?.to_string()))
         })
         .collect();
-    (got, calls)
+    (run.readings, calls)
 }
 
 /// How often each function was called.

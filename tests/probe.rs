@@ -16,52 +16,8 @@ const MIB: u64 = 1024 * 1024;
 /// `steptop probe ARGS` with the fake NVML and `scenario`; its stdout lines, `lines` of them
 /// (the process is killed after that).
 fn probe(args: &[&str], scenario: &str, init: Option<&str>, lines: usize) -> Vec<Value> {
-    let mut env = vec![];
-    if let Some(i) = init {
-        env.push(("FAKE_NVML_INIT", i.to_string()));
-    }
-    probe_with(&support::fake_nvml(), args, scenario, &env, lines)
-}
-
-/// `probe` with the fake library `lib` (a driver generation) and more environment.
-fn probe_with(
-    lib: &Path,
-    args: &[&str],
-    scenario: &str,
-    env: &[(&str, String)],
-    lines: usize,
-) -> Vec<Value> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("scenario.txt");
-    std::fs::write(&path, scenario).expect("scenario");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
-    cmd.arg("probe")
-        .args(["--format", "json"])
-        .args(args)
-        .env("STEPTOP_NVML_LIB", lib)
-        .env("FAKE_NVML_SCENARIO", &path)
-        .env_remove("FAKE_NVML_INIT")
-        .env_remove("FAKE_NVML_LOG")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env_remove("CUDA_DEVICE_ORDER")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("steptop runs");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut got = Vec::new();
-    for line in out.lines().take(lines) {
-        let line = line.expect("line");
-        got.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
-    }
-    let _ = child.kill();
-    let status = child.wait().expect("wait");
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    assert_eq!(got.len(), lines, "steptop ended early ({status}): {err}");
-    got
+    let env: Vec<(&str, &str)> = init.map(|i| ("FAKE_NVML_INIT", i)).into_iter().collect();
+    support::probe(&support::fake_nvml(), args, scenario, &env, lines).readings
 }
 
 const TWO_GPUS: &str = "gpus 2

@@ -237,3 +237,64 @@ pub fn fake_gpu_node(dir: &Path) -> PathBuf {
     std::fs::write(&node, "").expect("node");
     node
 }
+
+/// What `steptop probe --format json` printed against the fake NVML, and the fake's call log.
+#[allow(dead_code)]
+pub struct ProbeRun {
+    /// The readings, one JSON object a line.
+    pub readings: Vec<serde_json::Value>,
+    /// `FUNCTION GPU TICK` lines, one per NVML call.
+    pub calls: String,
+}
+
+/// Runs `steptop probe --format json ARGS` against the fake library `lib` (a driver
+/// generation) with `scenario` and `env`, until it has printed `lines` readings; then kills it.
+#[allow(dead_code)]
+pub fn probe(
+    lib: &Path,
+    args: &[&str],
+    scenario: &str,
+    env: &[(&str, &str)],
+    lines: usize,
+) -> ProbeRun {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("scenario.txt");
+    let log = dir.path().join("calls.log");
+    std::fs::write(&path, scenario).expect("scenario");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .arg("probe")
+        .args(["--format", "json"])
+        .args(args)
+        .env("STEPTOP_NVML_LIB", lib)
+        .env("FAKE_NVML_SCENARIO", &path)
+        .env("FAKE_NVML_LOG", &log)
+        .env_remove("FAKE_NVML_INIT")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env_remove("CUDA_DEVICE_ORDER")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("steptop runs");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut readings = Vec::new();
+    for line in out.lines().take(lines) {
+        let line = line.expect("line");
+        readings.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+    }
+    let _ = child.kill();
+    let status = child.wait().expect("wait");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert_eq!(
+        readings.len(),
+        lines,
+        "steptop ended early ({status}): {err}"
+    );
+    ProbeRun {
+        readings,
+        calls: std::fs::read_to_string(&log).unwrap_or_default(),
+    }
+}
