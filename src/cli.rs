@@ -41,8 +41,9 @@ pub struct LiveArgs {
     #[arg(long)]
     pub no_probe: bool,
     /// GPUs to read: NVML indices (`0,2`, as nvidia-smi numbers them), UUIDs (`GPU-5a1f…`,
-    /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs CUDA_VISIBLE_DEVICES gives the
-    /// trainer, with CUDA's numbers. Default: all, or the trainer's ranks' once known.
+    /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs the trainer's
+    /// CUDA_VISIBLE_DEVICES gives it (steptop's own until the trainer is found), with CUDA's
+    /// numbers. Default: all, or the trainer's ranks' once known.
     #[arg(long, value_name = "INDEX|UUID|cuda", value_parser = crate::probe::gpu::select::parse)]
     pub gpus: Option<crate::probe::gpu::select::GpuSelect>,
     /// The training process; default: the process that writes LOG.
@@ -200,8 +201,9 @@ pub struct ProbeArgs {
     #[arg(long, default_value = "1s", value_parser = parse_interval)]
     pub interval: std::time::Duration,
     /// GPUs to read: NVML indices (`0,2`, as nvidia-smi numbers them), UUIDs (`GPU-5a1f…`,
-    /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs CUDA_VISIBLE_DEVICES gives the
-    /// trainer, with CUDA's numbers. Default: all, or the trainer's ranks' once known.
+    /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs the trainer's
+    /// CUDA_VISIBLE_DEVICES gives it (steptop's own until the trainer is found), with CUDA's
+    /// numbers. Default: all, or the trainer's ranks' once known.
     #[arg(long, value_name = "INDEX|UUID|cuda", value_parser = crate::probe::gpu::select::parse)]
     pub gpus: Option<crate::probe::gpu::select::GpuSelect>,
     /// SM and tensor-core activity from NVML's GPM (Hopper and newer). Off by default: it can

@@ -307,10 +307,44 @@ fn gpus_are_chosen_by_uuid_or_numbered_as_cuda_numbers_them() {
     let notes = s["gpu_notes"].as_array().expect("notes");
     assert!(
         notes[0].as_str().unwrap().starts_with(
-            "GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES=3,GPU-5a1f3e2c)"
+            "GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES=3,GPU-5a1f3e2c in \
+             steptop's own environment)"
         ),
         "{notes:?}"
     );
+}
+
+#[test]
+fn under_cuda_numbering_the_trainers_cuda_visible_devices_numbers_the_gpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = support::fake_gpu_node(dir.path());
+    // The trainer runs with its own CUDA_VISIBLE_DEVICES; steptop's environment has none.
+    let script = r#"exec 4<"$2"; CUDA_VISIBLE_DEVICES=3,1 exec "$1" 8 1 0"#;
+    let fake = FakeTrainer::spawn_wrapped(script, 0, &node);
+    let pid = fake.pid.to_string();
+    let (got, _) = probe(
+        &support::fake_nvml(),
+        &["--once", "--gpus", "cuda", "--pid", &pid],
+        &gpus(4),
+        &[],
+        1,
+    );
+    let s = &got[0];
+    let seen: Vec<(u64, u64)> = s["gpus"]
+        .as_array()
+        .expect("gpus")
+        .iter()
+        .map(|g| {
+            (
+                g["index"].as_u64().unwrap(),
+                g["cuda_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [(3, 0), (1, 1)]);
+    let note = s["gpu_notes"][0].as_str().expect("note");
+    let want = format!("(CUDA_VISIBLE_DEVICES=3,1 in the trainer's (pid {pid}) environment)");
+    assert!(note.contains(&want), "{note}");
 }
 
 #[test]

@@ -26,7 +26,13 @@ pub struct Hardware {
     pub trainer_cpu_pct: RunStats,
     pub busiest_thread_cpu_pct: RunStats,
     pub workers: RunStats,
+    /// The GPU notes said so far, each said once (at most `MAX_NOTES`).
+    notes_said: Vec<String>,
 }
+
+/// Distinct GPU notes remembered: one per GPU of a large node and a few more. Past it a note
+/// is not said again as an event, but stays in every sample.
+const MAX_NOTES: usize = 64;
 
 /// One GPU over the run.
 #[derive(Clone, Debug, Default)]
@@ -45,8 +51,15 @@ pub struct GpuStats {
 /// A GPU that stopped answering, or answered again.
 #[derive(Clone, Debug, PartialEq)]
 pub enum GpuChange {
-    Lost { gpu: u32, why: String },
-    Back { gpu: u32 },
+    Lost {
+        gpu: u32,
+        why: String,
+    },
+    Back {
+        gpu: u32,
+    },
+    /// A note first seen.
+    Note(String),
 }
 
 impl Hardware {
@@ -79,6 +92,12 @@ impl Hardware {
             );
             stats.power_limit_w = g.power_limit_w.or(stats.power_limit_w);
             stats.mem_total_bytes = g.mem_total_bytes.or(stats.mem_total_bytes);
+        }
+        for n in &s.gpu_notes {
+            if !self.notes_said.contains(n) && self.notes_said.len() < MAX_NOTES {
+                self.notes_said.push(n.clone());
+                changes.push(GpuChange::Note(n.clone()));
+            }
         }
         if let Some(h) = &s.host {
             push(&mut self.host_cpu_pct, h.cpu_pct);
@@ -149,5 +168,26 @@ mod tests {
         // Failed readings add nothing to the statistics.
         assert_eq!(h.gpus[&(0, None)].util_pct.mean(), Some(40.0));
         assert_eq!(h.samples, 4);
+    }
+
+    #[test]
+    fn each_gpu_note_is_said_once_and_the_notes_remembered_are_bounded() {
+        let mut h = Hardware::default();
+        let with = |notes: &[String]| Sample {
+            gpu_notes: notes.to_vec(),
+            ..sample(30, false)
+        };
+        let hidden = "GPU 1 is hidden from this process".to_string();
+        assert_eq!(
+            h.apply(with(std::slice::from_ref(&hidden))),
+            vec![GpuChange::Note(hidden.clone())]
+        );
+        assert!(h.apply(with(std::slice::from_ref(&hidden))).is_empty());
+        // Ten times the bound of distinct notes: only the first MAX_NOTES are said.
+        let many: Vec<String> = (0..10 * MAX_NOTES).map(|i| format!("note {i}")).collect();
+        let said = h.apply(with(&many)).len();
+        assert_eq!(said, MAX_NOTES - 1);
+        assert_eq!(h.notes_said.len(), MAX_NOTES);
+        assert!(h.apply(with(&many)).is_empty());
     }
 }

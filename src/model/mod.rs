@@ -369,6 +369,7 @@ impl Model {
             let (kind, text) = match change {
                 GpuChange::Lost { why, .. } => (EventKind::GpuLost, why),
                 GpuChange::Back { gpu } => (EventKind::GpuBack, format!("GPU {gpu} answers again")),
+                GpuChange::Note(text) => (EventKind::GpuNote, text),
             };
             let stamp = Stamp {
                 time,

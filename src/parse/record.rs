@@ -174,6 +174,9 @@ pub enum EventKind {
     /// A GPU stopped answering NVML (fallen off the bus), or answered again.
     GpuLost,
     GpuBack,
+    /// Something the GPU readings need said, the first time it is: a GPU that cannot be
+    /// opened, the numbering shown, process ids of another PID namespace.
+    GpuNote,
 }
 
 impl EventKind {
@@ -193,6 +196,7 @@ impl EventKind {
             EventKind::MemoryCritical => "memory-critical",
             EventKind::GpuLost => "gpu-lost",
             EventKind::GpuBack => "gpu-back",
+            EventKind::GpuNote => "gpu-note",
         }
     }
 }

@@ -51,7 +51,10 @@ impl Default for SamplerOptions {
 /// Reads samples; borrows the NVML session its caller keeps open.
 pub struct Sampler<'n> {
     opts: SamplerOptions,
+    nvml: Option<&'n Nvml>,
     gpus: Result<GpuProbe<'n>, String>,
+    /// Under `--gpus cuda`: the environment the GPUs were numbered by.
+    cuda_env: CudaEnv,
     host: HostProbe,
     trainer: Option<TreeProbe>,
     ticks: u64,
@@ -96,8 +99,9 @@ impl Backoff {
 impl<'n> Sampler<'n> {
     /// `nvml` is the result of `gpu::open()`.
     pub fn new(nvml: &'n Result<Nvml, String>, opts: SamplerOptions) -> Self {
+        let cuda_env = CudaEnv::from_env();
         let gpus = match nvml {
-            Ok(n) => GpuProbe::new(n, opts.gpus.as_ref(), opts.gpm, &CudaEnv::from_env()),
+            Ok(n) => GpuProbe::new(n, opts.gpus.as_ref(), opts.gpm, &cuda_env),
             Err(e) => Err(e.clone()),
         };
         let trainer = opts
@@ -106,7 +110,9 @@ impl<'n> Sampler<'n> {
         Sampler {
             host: HostProbe::new(&opts.proc_root),
             opts,
+            nvml: nvml.as_ref().ok(),
             gpus,
+            cuda_env,
             trainer,
             ticks: 0,
             gpu_processes: Vec::new(),
@@ -159,7 +165,26 @@ impl<'n> Sampler<'n> {
         if self.opts.gpus.is_none() {
             self.keep_trainer_gpus(&mut s.gpus, s.trainer.as_ref());
         }
+        if slow && let Some(t) = &s.trainer {
+            self.number_as_the_trainer(t.pid);
+        }
         s
+    }
+
+    /// Under `--gpus cuda`, once the trainer is known, its CUDA_VISIBLE_DEVICES numbers the
+    /// GPUs from the next reading on (steptop's own did until then).
+    fn number_as_the_trainer(&mut self, pid: u32) {
+        let (Some(GpuSelect::Cuda), Some(nvml)) = (&self.opts.gpus, self.nvml) else {
+            return;
+        };
+        if self.cuda_env.trainer == Some(pid) {
+            return;
+        }
+        let Some(env) = CudaEnv::of_process(&self.opts.proc_root, pid) else {
+            return;
+        };
+        self.gpus = GpuProbe::new(nvml, self.opts.gpus.as_ref(), self.opts.gpm, &env);
+        self.cuda_env = env;
     }
 
     /// The trainer, looked for among the logs' writers when that is due, else among the GPUs'

@@ -68,18 +68,47 @@ pub struct Resolved {
     pub note: Option<String>,
 }
 
-/// The environment `--gpus cuda` reads.
+/// The environment `--gpus cuda` reads: the trainer's once it is known, steptop's own before.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CudaEnv {
     pub visible: Option<String>,
     pub order: Option<String>,
+    /// The trainer's pid when the environment is the trainer's.
+    pub trainer: Option<u32>,
 }
 
 impl CudaEnv {
+    /// steptop's own environment (it runs in the trainer's job or shell, as a rule).
     pub fn from_env() -> Self {
         CudaEnv {
             visible: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
             order: std::env::var("CUDA_DEVICE_ORDER").ok(),
+            trainer: None,
+        }
+    }
+
+    /// A process's environment as /proc/PID/environ holds it (NUL-separated); None when it
+    /// cannot be read (another user's process).
+    pub fn of_process(proc_root: &std::path::Path, pid: u32) -> Option<Self> {
+        let raw = std::fs::read(proc_root.join(pid.to_string()).join("environ")).ok()?;
+        let var = |name: &str| {
+            raw.split(|b| *b == 0).find_map(|kv| {
+                let value = kv.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+                Some(String::from_utf8_lossy(value).into_owned())
+            })
+        };
+        Some(CudaEnv {
+            visible: var("CUDA_VISIBLE_DEVICES"),
+            order: var("CUDA_DEVICE_ORDER"),
+            trainer: Some(pid),
+        })
+    }
+
+    /// Whose environment it is, for the note: `the trainer's (pid 4242)`.
+    fn whose(&self) -> String {
+        match self.trainer {
+            Some(pid) => format!("the trainer's (pid {pid})"),
+            None => "steptop's own".into(),
         }
     }
 }
@@ -121,7 +150,7 @@ pub fn resolve(
             }
         }
         Some(GpuSelect::Cuda) => {
-            let (ids, why) = cuda_visible(env.visible.as_deref(), known)?;
+            let (ids, why) = cuda_visible(env, known)?;
             for (cuda, at) in ids.into_iter().enumerate() {
                 picked.push((at, Some(cuda as u32)));
             }
@@ -217,14 +246,18 @@ fn by_uuid(known: &[Known], uuid: &str) -> Result<usize, String> {
 
 /// The devices CUDA_VISIBLE_DEVICES makes visible, in CUDA's order, with a sentence on the
 /// numbering. Like CUDA, the list ends at its first entry that names no device.
-fn cuda_visible(visible: Option<&str>, known: &[Known]) -> Result<(Vec<usize>, String), String> {
+fn cuda_visible(env: &CudaEnv, known: &[Known]) -> Result<(Vec<usize>, String), String> {
     let whole: Vec<usize> = (0..known.len())
         .filter(|i| known[*i].slice.is_none())
         .collect();
-    let Some(list) = visible else {
+    let whose = env.whose();
+    let Some(list) = env.visible.as_deref() else {
         return Ok((
             whole,
-            "GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES is not set: all)".into(),
+            format!(
+                "GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES is not set in \
+                 {whose} environment: all)"
+            ),
         ));
     };
     let mut ids = Vec::new();
@@ -247,12 +280,16 @@ fn cuda_visible(visible: Option<&str>, known: &[Known]) -> Result<(Vec<usize>, S
     }
     if ids.is_empty() {
         return Err(format!(
-            "CUDA_VISIBLE_DEVICES={list} makes no GPU visible to CUDA here: its first entry \
-             names none of the {} GPUs this process can open (CUDA numbers those from 0)",
+            "CUDA_VISIBLE_DEVICES={list} ({whose} environment) makes no GPU visible to CUDA \
+             here: its first entry names none of the {} GPUs this process can open (CUDA \
+             numbers those from 0)",
             whole.len()
         ));
     }
-    let mut why = format!("GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES={list}).");
+    let mut why = format!(
+        "GPUs numbered as CUDA numbers them (CUDA_VISIBLE_DEVICES={list} in {whose} \
+         environment)."
+    );
     if let Some(e) = stopped {
         why.push_str(&format!(
             " CUDA ignores the list from '{e}' on: it names no GPU here, or one already listed."
@@ -304,7 +341,7 @@ mod tests {
     fn cuda_renumbers_what_cuda_visible_devices_shows() {
         let env = CudaEnv {
             visible: Some("2,GPU-33aa,7,1".into()),
-            order: None,
+            ..CudaEnv::default()
         };
         let r = resolve(Some(&GpuSelect::Cuda), &four(), 4, &[], &env).expect("resolves");
         // CUDA stops at 7: GPU 1 is not visible to it.
@@ -317,16 +354,32 @@ mod tests {
         assert!(note.contains("from '7' on"), "{note}");
         let env = CudaEnv {
             visible: Some("3,0".into()),
-            order: None,
+            ..CudaEnv::default()
         };
         let r = resolve(Some(&GpuSelect::Cuda), &four(), 4, &[], &env).expect("resolves");
         assert_eq!(picked(&r), [(3, None, Some(0)), (0, None, Some(1))]);
         let none = CudaEnv {
             visible: Some("".into()),
-            order: None,
+            ..CudaEnv::default()
         };
         let e = resolve(Some(&GpuSelect::Cuda), &four(), 4, &[], &none).unwrap_err();
         assert!(e.contains("makes no GPU visible"), "{e}");
+    }
+
+    #[test]
+    fn a_processs_environment_is_read_from_proc() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("77")).expect("pid dir");
+        std::fs::write(
+            dir.path().join("77/environ"),
+            b"HOME=/root\0CUDA_VISIBLE_DEVICES_X=9\0CUDA_VISIBLE_DEVICES=3,1\0LANG=C\0",
+        )
+        .expect("environ");
+        let env = CudaEnv::of_process(dir.path(), 77).expect("readable");
+        assert_eq!(env.visible.as_deref(), Some("3,1"));
+        assert_eq!(env.order, None);
+        assert_eq!(env.trainer, Some(77));
+        assert_eq!(CudaEnv::of_process(dir.path(), 78), None);
     }
 
     #[test]
@@ -335,7 +388,7 @@ mod tests {
         known[3].name = "NVIDIA GeForce RTX 4090".into();
         let env = CudaEnv {
             visible: Some("0,3".into()),
-            order: None,
+            ..CudaEnv::default()
         };
         let r = resolve(Some(&GpuSelect::Cuda), &known, 4, &[], &env).expect("resolves");
         assert!(r.note.expect("note").contains("CUDA_DEVICE_ORDER"));
@@ -369,7 +422,7 @@ mod tests {
         );
         let env = CudaEnv {
             visible: Some("MIG-10bb".into()),
-            order: None,
+            ..CudaEnv::default()
         };
         let r = resolve(Some(&GpuSelect::Cuda), &known, 4, &[], &env).expect("resolves");
         assert_eq!(picked(&r), [(1, None, None), (1, Some(0), Some(0))]);
