@@ -309,6 +309,53 @@ fn a_closed_pipe_ends_it_quietly() {
     assert!(err.is_empty(), "nothing on stderr: {err}");
 }
 
+/// A run that flaps between data-bound and healthy every three steps, with no sustain, dwell
+/// or cool-down: thousands of alerts and changes, ten times past what the engine keeps.
+#[test]
+fn a_long_flapping_run_keeps_alerting_to_the_end_and_its_summary_is_the_last_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    // 60,003 steps: the last three are data-bound.
+    let steps = 60_003;
+    let text: String = (1..=steps)
+        .map(|s| {
+            let data = if ((s - 1) / 3) % 2 == 0 { 40.0 } else { 0.2 };
+            format!("step {s}/{steps} | loss=1.0 | data_time={data}ms | time=100.0ms\n")
+        })
+        .collect();
+    std::fs::write(&log, text).unwrap();
+    let config = dir.path().join("flap.toml");
+    std::fs::write(
+        &config,
+        "[diagnose]\nwindow-steps = 2\nwarmup-steps = 0\n\n\
+         [rules.data_loading_bound]\nsustain = 1\ndwell = 1\ncooldown = 0\n",
+    )
+    .unwrap();
+    let out = replay(
+        &[log.to_str().unwrap().to_string()],
+        &["--format", "json", "--config", config.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let changes: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "alert").collect();
+    let raised = changes.iter().filter(|c| c["change"] == "raised").count();
+    assert!(raised >= 10 * 500, "{raised} raised");
+    assert!(changes.len() >= 10 * 2000, "{} changes", changes.len());
+    // Changes come to the very end of the input.
+    let last = changes.last().expect("changes");
+    assert!(last["step"].as_u64().unwrap() >= steps - 3, "{last}");
+    let summary = lines.last().expect("a summary");
+    assert_eq!(summary["kind"], "summary");
+    assert_eq!(summary["raised"], raised);
+    // It ends data-bound: the summary says so, as the last change did.
+    assert_eq!(last["change"], "raised");
+    assert_eq!(summary["active"], serde_json::json!(["data_loading_bound"]));
+    assert_eq!(summary["verdict"], "data_loading_bound");
+}
+
 /// A log with a step line a second, written by this test.
 fn steps(from: u64, to: u64) -> String {
     (from..=to)

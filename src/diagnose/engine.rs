@@ -3,6 +3,7 @@
 //! only when even its relaxed exit condition fails, and is not raised again within `cooldown`
 //! of clearing unless it comes back more severe.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::params::{Basis, DiagnoseConfig};
@@ -12,8 +13,13 @@ use super::{Alert, Change, ChangeKind, Finding, Severity};
 use crate::model::Model;
 use crate::parse::record::{EventKind, Record};
 
-/// Alerts and changes kept in full; a run that raises more keeps its first ones.
+/// Alerts kept in full: every active one, the first `FIRST_KEPT` of the run, and the latest
+/// others up to `ALERTS_KEPT` in all. An older cleared alert is retired: counted (per rule, by
+/// severity), no longer listed. A run of weeks that raises thousands keeps alerting to the end.
 const ALERTS_KEPT: usize = 500;
+const FIRST_KEPT: usize = 50;
+/// The latest changes kept for readers that come later (a report); headless, hooks and
+/// metrics read each change as it is made, however long the run.
 const CHANGES_KEPT: usize = 2000;
 /// An active alert's evidence is rewritten at most this often (scored steps or seconds):
 /// words cost more than checks.
@@ -57,8 +63,8 @@ struct RuleState {
     entering: Option<f64>,
     /// Since when even the exit condition fails (while active).
     leaving: Option<f64>,
-    /// The active alert (index in `alerts`) and when it was raised.
-    active: Option<(usize, f64)>,
+    /// The active alert (its id) and when it was raised.
+    active: Option<(u64, f64)>,
     /// When the last alert cleared, and at which severity.
     cleared: Option<(f64, Severity)>,
     /// When the active alert's words were last refreshed.
@@ -73,10 +79,20 @@ struct RuleState {
 pub struct Diagnosis {
     cfg: Arc<DiagnoseConfig>,
     states: Vec<RuleState>,
+    /// The alerts kept, in the order raised (see `ALERTS_KEPT`).
     pub alerts: Vec<Alert>,
-    pub changes: Vec<Change>,
-    /// Alerts raised beyond `ALERTS_KEPT`, counted only.
-    pub alerts_dropped: u64,
+    /// The id of each kept alert, ascending: ids count every alert ever raised.
+    alert_ids: Vec<u64>,
+    /// The latest changes, oldest first, and how many were ever made.
+    changes: VecDeque<Change>,
+    changes_made: u64,
+    /// Old cleared alerts no longer kept.
+    pub alerts_retired: u64,
+    /// Alerts raised per rule (in `RULES` order), by the severity raised at, and by the
+    /// severity they have now: counted for every alert, kept or retired.
+    raised_by_rule: Vec<u64>,
+    raised_at: [u64; 3],
+    now_at: [u64; 3],
     /// Timing blocks closed so far, as last seen.
     blocks: u64,
     /// Steps seen (distinct step numbers in arrival order) and scored.
@@ -95,8 +111,13 @@ impl Diagnosis {
             states: vec![RuleState::default(); RULES.len()],
             cfg: Arc::new(cfg),
             alerts: Vec::new(),
-            changes: Vec::new(),
-            alerts_dropped: 0,
+            alert_ids: Vec::new(),
+            changes: VecDeque::new(),
+            changes_made: 0,
+            alerts_retired: 0,
+            raised_by_rule: vec![0; RULES.len()],
+            raised_at: [0; 3],
+            now_at: [0; 3],
             blocks: 0,
             steps_seen: 0,
             scored: 0,
@@ -168,7 +189,45 @@ impl Diagnosis {
     pub fn active(&self) -> impl Iterator<Item = &Alert> {
         self.states
             .iter()
-            .filter_map(|s| s.active.map(|(i, _)| &self.alerts[i]))
+            .filter_map(|s| s.active.and_then(|(id, _)| self.alert(id)))
+    }
+
+    /// The alert with this id, while it is kept (active ones always are).
+    pub fn alert(&self, id: u64) -> Option<&Alert> {
+        let i = self.alert_ids.binary_search(&id).ok()?;
+        self.alerts.get(i)
+    }
+
+    /// The changes from number `from` on (numbers count every change ever made), with their
+    /// numbers; those no longer kept are skipped.
+    pub fn changes_since(&self, from: u64) -> impl Iterator<Item = (u64, &Change)> {
+        let first = self.changes_made - self.changes.len() as u64;
+        let skip = from.saturating_sub(first) as usize;
+        (first..).zip(self.changes.iter()).skip(skip)
+    }
+
+    /// Alerts ever raised.
+    pub fn raised(&self) -> u64 {
+        self.raised_at.iter().sum()
+    }
+
+    /// Alerts ever raised at `sev` (an escalation does not move them).
+    pub fn raised_at(&self, sev: Severity) -> u64 {
+        self.raised_at[sev as usize]
+    }
+
+    /// Alerts ever raised whose severity is now `sev` (escalations counted where they ended).
+    pub fn now_at(&self, sev: Severity) -> u64 {
+        self.now_at[sev as usize]
+    }
+
+    /// Alerts ever raised, per rule that raised any.
+    pub fn raised_by_rule(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        RULES
+            .iter()
+            .zip(&self.raised_by_rule)
+            .filter(|(_, n)| **n > 0)
+            .map(|(r, n)| (r.id, *n))
     }
 
     pub fn config(&self) -> &DiagnoseConfig {
@@ -186,10 +245,12 @@ impl Diagnosis {
         let cfg = Arc::clone(&self.cfg);
         let view = View::new(m, &cfg, self.active_ids());
         for (i, rule) in RULES.iter().enumerate() {
-            let Some((a, _)) = self.states[i].active else {
+            let Some((id, _)) = self.states[i].active else {
                 continue;
             };
-            if let Some(f) = (rule.check)(&view, &cfg.rules[i]).filter(|f| f.stay) {
+            if let Some(f) = (rule.check)(&view, &cfg.rules[i]).filter(|f| f.stay)
+                && let Ok(a) = self.alert_ids.binary_search(&id)
+            {
                 reword(&mut self.alerts[a], f);
             }
         }
@@ -276,7 +337,11 @@ impl Diagnosis {
         let rule = RULES[i].id;
         let state = &mut self.states[i];
         let f = level.unwrap_or_default();
-        if let Some((a, raised_at)) = state.active {
+        if let Some((id, raised_at)) = state.active {
+            // An active alert is always kept.
+            let Ok(a) = self.alert_ids.binary_search(&id) else {
+                return;
+            };
             let alert = &mut self.alerts[a];
             if f.stay {
                 state.leaving = None;
@@ -301,16 +366,10 @@ impl Diagnosis {
                     }
                 }
                 if let Some(sev) = escalate {
+                    self.now_at[alert.severity as usize] -= 1;
+                    self.now_at[sev as usize] += 1;
                     alert.severity = sev;
-                    push_change(
-                        &mut self.changes,
-                        time,
-                        step,
-                        rule,
-                        sev,
-                        ChangeKind::Escalated,
-                        a,
-                    );
+                    self.push_change(time, step, rule, sev, ChangeKind::Escalated, id);
                 }
                 return;
             }
@@ -335,13 +394,10 @@ impl Diagnosis {
             return;
         }
         state.entering = None;
-        if self.alerts.len() >= ALERTS_KEPT {
-            self.alerts_dropped += 1;
-            return;
-        }
         let f = describe().filter(|w| w.enter.is_some()).unwrap_or(f);
         state.peak = Some(f.clone());
-        let a = self.alerts.len();
+        let id = self.raised_at.iter().sum();
+        self.alert_ids.push(id);
         self.alerts.push(Alert {
             rule,
             severity: sev,
@@ -355,17 +411,55 @@ impl Diagnosis {
             cleared_step: None,
             cleared_time: None,
         });
-        state.active = Some((a, now));
+        state.active = Some((id, now));
         state.refreshed = now;
-        push_change(
-            &mut self.changes,
+        self.raised_by_rule[i] += 1;
+        self.raised_at[sev as usize] += 1;
+        self.now_at[sev as usize] += 1;
+        self.push_change(time, step, rule, sev, ChangeKind::Raised, id);
+        self.retire();
+    }
+
+    /// Retires the oldest cleared alerts past the first `FIRST_KEPT` while more than
+    /// `ALERTS_KEPT` are kept.
+    fn retire(&mut self) {
+        while self.alerts.len() > ALERTS_KEPT {
+            let Some(at) = self
+                .alerts
+                .iter()
+                .skip(FIRST_KEPT)
+                .position(|a| !a.active())
+                .map(|p| p + FIRST_KEPT)
+            else {
+                return;
+            };
+            self.alerts.remove(at);
+            self.alert_ids.remove(at);
+            self.alerts_retired += 1;
+        }
+    }
+
+    fn push_change(
+        &mut self,
+        time: f64,
+        step: Option<u64>,
+        rule: &'static str,
+        severity: Severity,
+        change: ChangeKind,
+        alert: u64,
+    ) {
+        if self.changes.len() == CHANGES_KEPT {
+            self.changes.pop_front();
+        }
+        self.changes.push_back(Change {
             time,
             step,
             rule,
-            sev,
-            ChangeKind::Raised,
-            a,
-        );
+            severity,
+            change,
+            alert,
+        });
+        self.changes_made += 1;
     }
 }
 
@@ -373,7 +467,10 @@ impl Diagnosis {
     /// Clears rule `i`'s active alert; `cooldown_from` starts its cool-down (None when it was
     /// explained by another alert rather than gone).
     fn clear(&mut self, i: usize, cooldown_from: Option<f64>, step: Option<u64>, time: f64) {
-        let Some((a, _)) = self.states[i].active else {
+        let Some((id, _)) = self.states[i].active else {
+            return;
+        };
+        let Ok(a) = self.alert_ids.binary_search(&id) else {
             return;
         };
         let alert = &mut self.alerts[a];
@@ -388,16 +485,8 @@ impl Diagnosis {
             ..RuleState::default()
         };
         let rule = RULES[i].id;
-        self.active_ids.retain(|id| *id != rule);
-        push_change(
-            &mut self.changes,
-            time,
-            step,
-            rule,
-            sev,
-            ChangeKind::Cleared,
-            a,
-        );
+        self.active_ids.retain(|r| *r != rule);
+        self.push_change(time, step, rule, sev, ChangeKind::Cleared, id);
     }
 }
 
@@ -407,27 +496,6 @@ fn reword(alert: &mut Alert, f: Finding) {
     alert.evidence = f.evidence;
     alert.gain = f.gain;
     alert.actions = f.actions;
-}
-
-fn push_change(
-    changes: &mut Vec<Change>,
-    time: f64,
-    step: Option<u64>,
-    rule: &'static str,
-    severity: Severity,
-    change: ChangeKind,
-    alert: usize,
-) {
-    if changes.len() < CHANGES_KEPT {
-        changes.push(Change {
-            time,
-            step,
-            rule,
-            severity,
-            change,
-            alert,
-        });
-    }
 }
 
 #[cfg(test)]
@@ -521,6 +589,69 @@ mod tests {
                 .map(|c| c.change)
                 .collect();
         assert_eq!(kinds, [ChangeKind::Raised, ChangeKind::Cleared]);
+    }
+
+    #[test]
+    fn a_run_that_flaps_for_weeks_keeps_alerting_and_keeps_bounded_memory() {
+        // data_loading_bound with no sustain, dwell or cool-down over a 2-step window: it is
+        // raised and cleared every few steps, ten times past every bound.
+        let mut cfg = DiagnoseConfig {
+            window_steps: 2,
+            warmup_steps: 0,
+            ..DiagnoseConfig::default()
+        };
+        let i = RULES
+            .iter()
+            .position(|r| r.id == "data_loading_bound")
+            .expect("rule");
+        cfg.rules[i].sustain = 1.0;
+        cfg.rules[i].dwell = 1.0;
+        cfg.rules[i].cooldown = 0.0;
+        let mut r = Run::new();
+        r.d = Diagnosis::new(cfg);
+        // A reader that takes each change as it is made, as headless does.
+        let mut cursor = 0;
+        let mut read: Vec<Change> = Vec::new();
+        let mut step = 0;
+        while r.d.raised() < 10 * ALERTS_KEPT as u64 || r.d.changes_made < 10 * CHANGES_KEPT as u64
+        {
+            let bad = (step / 3) % 2 == 0;
+            r.step(if bad { 40.0 } else { 0.2 });
+            step += 1;
+            for (n, c) in r.d.changes_since(cursor) {
+                assert_eq!(n, cursor, "no change is missed");
+                assert!(r.d.alert(c.alert).is_some(), "a new change's alert is kept");
+                cursor = n + 1;
+                read.push(c.clone());
+            }
+        }
+        let raised = read
+            .iter()
+            .filter(|c| c.change == ChangeKind::Raised)
+            .count() as u64;
+        assert_eq!(raised, r.d.raised());
+        assert_eq!(read.len() as u64, r.d.changes_made);
+        assert!(read.len() >= 10 * CHANGES_KEPT, "{} changes", read.len());
+        // Bounded: the kept alerts, the kept changes.
+        assert_eq!(r.d.alerts.len(), ALERTS_KEPT);
+        assert_eq!(r.d.changes.len(), CHANGES_KEPT);
+        assert_eq!(
+            r.d.alerts_retired + ALERTS_KEPT as u64,
+            r.d.raised(),
+            "every alert is kept or counted as retired"
+        );
+        // The first alerts of the run stay, then the latest.
+        let first: Vec<u64> = (0..FIRST_KEPT as u64).collect();
+        assert_eq!(r.d.alert_ids[..FIRST_KEPT], first[..]);
+        assert_eq!(r.d.alert_ids.last(), Some(&(r.d.raised() - 1)));
+        assert_eq!(
+            r.d.raised_by_rule().collect::<Vec<_>>(),
+            [("data_loading_bound", r.d.raised())]
+        );
+        // The state now is the last change's: active after a raise, clear after a clear.
+        let last = read.last().expect("changes");
+        let active = r.d.active().any(|a| a.rule == "data_loading_bound");
+        assert_eq!(active, last.change != ChangeKind::Cleared);
     }
 
     #[test]

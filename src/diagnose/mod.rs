@@ -135,6 +135,6 @@ pub struct Change {
     pub rule: &'static str,
     pub severity: Severity,
     pub change: ChangeKind,
-    /// Index of the alert in `Diagnosis::alerts`.
-    pub alert: usize,
+    /// The alert's id (`Diagnosis::alert`): alerts are counted from 0 in the order raised.
+    pub alert: u64,
 }

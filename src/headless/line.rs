@@ -116,7 +116,8 @@ pub struct Summary {
 impl Summary {
     pub fn of(mon: &Monitor, time: f64, reason: &str) -> Summary {
         let d = &mon.diagnosis;
-        let raised = |sev: Severity| d.alerts.iter().filter(|a| a.severity == sev).count();
+        // Every alert of the run, kept or retired, at the severity it has now.
+        let raised = |sev: Severity| d.now_at(sev) as usize;
         let mut active: Vec<&Alert> = d.active().collect();
         active.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(b.rule)));
         let verdict = d.verdict();
@@ -125,7 +126,7 @@ impl Summary {
             step: mon.model.merged.last_step,
             first_step: mon.model.merged.first_step,
             reason: reason.to_string(),
-            raised: d.alerts.len(),
+            raised: d.raised() as usize,
             warn: raised(Severity::Warn),
             crit: raised(Severity::Crit),
             active: active.iter().map(|a| a.rule.to_string()).collect(),

@@ -88,7 +88,7 @@ struct Sink {
     opts: Headless,
     hooks: Option<Hooks>,
     /// Changes already printed (an index into `Diagnosis::changes`).
-    seen: usize,
+    seen: u64,
     /// The first change that met `--fail-on`, in words.
     failed: Option<String>,
     /// The next status line: a wall-clock instant live, a replayed time in a replay.
@@ -188,9 +188,8 @@ impl Sink {
     /// Prints the changes the last message caused, runs their hooks, notes `--fail-on`.
     fn changes(&mut self, mon: &Monitor, origin: &Origin) {
         let d = &mon.diagnosis;
-        while self.seen < d.changes.len() {
-            let c = &d.changes[self.seen];
-            self.seen += 1;
+        for (n, c) in d.changes_since(self.seen) {
+            self.seen = n + 1;
             if self
                 .opts
                 .from
@@ -198,7 +197,10 @@ impl Sink {
             {
                 continue;
             }
-            let a = &d.alerts[c.alert];
+            // The alert of a change just made is always kept.
+            let Some(a) = d.alert(c.alert) else {
+                continue;
+            };
             let json = line::alert_json(c, a, origin);
             if let Some(h) = &self.hooks {
                 h.send(Call {

@@ -16,8 +16,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::diagnose::Severity;
 use crate::diagnose::rules::RULES;
-use crate::diagnose::{ChangeKind, Severity};
 use crate::model::breakdown::Over;
 use crate::monitor::Monitor;
 
@@ -448,11 +448,7 @@ fn alerts(out: &mut Out, mon: &Monitor) {
         .into_iter()
         .map(|sev| {
             // Counted at their raise, so the count never goes down when one escalates.
-            let n = d
-                .changes
-                .iter()
-                .filter(|c| c.change == ChangeKind::Raised && c.severity == sev)
-                .count();
+            let n = d.raised_at(sev);
             (vec![("severity", sev.name().to_string())], n as f64)
         })
         .collect();

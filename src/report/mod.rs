@@ -109,13 +109,22 @@ pub struct Report {
     pub event_counts: Vec<EventCount>,
     /// The one active alert to fix first; null when none is active.
     pub verdict: Option<Alert>,
-    /// Every alert raised, in order, with its first and last step and its clear time.
+    /// The alerts kept, in the order raised, with their first and last step and clear time:
+    /// every active one, the first 50 and the latest up to 500 in all.
     pub alerts: Vec<Alert>,
-    /// Alerts raised after the first 500, counted but not listed.
-    pub alerts_dropped: u64,
+    /// Old cleared alerts no longer listed (counted in `alert_counts`).
+    pub alerts_retired: u64,
+    /// Alerts ever raised, per rule.
+    pub alert_counts: Vec<AlertCount>,
     pub checklist: Vec<Item>,
     /// What the hardware samples of a recording said; null for plain logs.
     pub hardware: Option<HardwareOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AlertCount {
+    pub rule: &'static str,
+    pub raised: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -445,7 +454,12 @@ impl Report {
                 .collect(),
             verdict: a.diagnosis.verdict().cloned(),
             alerts: a.diagnosis.alerts.clone(),
-            alerts_dropped: a.diagnosis.alerts_dropped,
+            alerts_retired: a.diagnosis.alerts_retired,
+            alert_counts: a
+                .diagnosis
+                .raised_by_rule()
+                .map(|(rule, raised)| AlertCount { rule, raised })
+                .collect(),
             checklist: checklist::evaluate(m, &a.diagnosis),
             hardware: hardware(m),
         }
