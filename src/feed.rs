@@ -1,6 +1,7 @@
 //! One followed file's records on their way to the model: parsed, given their time and rank,
 //! and counted for the report's sources table. Shared by whole-file reading and live following.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::model::Stamp;
@@ -131,8 +132,8 @@ pub struct Feed {
     last_log_time: Option<f64>,
     /// A timeline made of the logged step times, for files without timestamps.
     synthetic: f64,
-    /// Each rank's step order in this file.
-    orders: Vec<(u32, Order)>,
+    /// Each rank's step order in this file (thousands of ranks may share one file).
+    orders: HashMap<u32, Order>,
     /// When the file was last written, as far as is known (its modification time, or the
     /// clock when it is followed): year-less timestamps are placed at or before it. Without
     /// one they stay in the year 2000.
@@ -151,7 +152,7 @@ impl Feed {
             line_rank: None,
             last_log_time: None,
             synthetic: 0.0,
-            orders: Vec::new(),
+            orders: HashMap::new(),
             year_reference: None,
             scratch: Vec::new(),
         }
@@ -268,14 +269,7 @@ impl Feed {
     }
 
     fn order(&mut self, rank: u32) -> &mut Order {
-        let at = match self.orders.iter().position(|(r, _)| *r == rank) {
-            Some(i) => i,
-            None => {
-                self.orders.push((rank, Order::default()));
-                self.orders.len() - 1
-            }
-        };
-        &mut self.orders[at].1
+        self.orders.entry(rank).or_default()
     }
 
     /// This file's parser, for whole-file reading that parses ahead on other threads.

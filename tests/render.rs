@@ -411,3 +411,19 @@ fn stage_columns_line_up_by_cells_with_chinese_names() {
         text(buf)
     );
 }
+
+/// Four ranks, rank 3 slow from step 61: while it is, the header names it beside the ranks'
+/// median step time.
+#[test]
+fn the_header_gives_the_ranks_spread_and_the_slowest() {
+    let m = monitor_until(&[&fixture("straggler_rank", "train.log")], 120);
+    let theme = default_theme();
+    let big = draw(&m, &UiState::default(), &theme, 160, 48);
+    let header = text(&big)
+        .lines()
+        .nth(1)
+        .expect("a second header line")
+        .to_string();
+    assert!(header.contains("4 ranks p50 "), "{header}");
+    assert!(header.contains("· slowest 3 "), "{header}");
+}

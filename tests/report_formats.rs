@@ -149,3 +149,74 @@ fn text_markdown_and_json_give_the_same_figures() {
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+
+/// A job of 2,600 ranks interleaved in one log (ten times the ranks a report lists one by
+/// one): the report gives their spread and names the slowest by number, in JSON and text,
+/// from the same figures.
+#[test]
+fn many_ranks_are_a_spread_and_the_slowest_by_number() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    let ranks: u32 = 2600;
+    let slow: u32 = 1999;
+    let mut text = String::new();
+    for step in 1..=30 {
+        for rank in 0..ranks {
+            // Every rank 100-102 ms, rank 1999 140 ms; rank 7 stopped logging at step 20.
+            if rank == 7 && step > 20 {
+                continue;
+            }
+            let ms = if rank == slow {
+                140.0
+            } else {
+                100.0 + f64::from(rank % 3)
+            };
+            text += &format!("[rank{rank}]:step {step}/30 | loss=1.0 | time={ms:.1}ms\n");
+        }
+    }
+    std::fs::write(&log, text).expect("log");
+    let json: Json = serde_json::from_str(&report(&[log.clone()], "json")).expect("json");
+    let spread = &json["rank_spread"];
+    assert_eq!(spread["ranks"], ranks);
+    assert_eq!(spread["slowest"][0]["rank"], slow);
+    assert_eq!(spread["slowest"][0]["step_time_ms"], 140.0);
+    assert_eq!(spread["step_time_ms"]["p50"], 101.0);
+    assert_eq!(spread["step_time_ms"]["max"], 140.0);
+    assert_eq!(spread["lag_steps"]["max"], 10.0);
+    // Not a list of thousands: the slowest, in rank order.
+    let listed: Vec<u64> = json["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|r| r["rank"].as_u64().expect("rank"))
+        .collect();
+    assert_eq!(listed.len(), 8, "{listed:?}");
+    assert!(listed.contains(&u64::from(slow)));
+    assert!(listed.windows(2).all(|w| w[0] < w[1]), "{listed:?}");
+    // The straggler rule names the same rank.
+    assert_eq!(json["verdict"]["rule"], "straggler");
+    assert!(
+        json["verdict"]["title"]
+            .as_str()
+            .expect("title")
+            .starts_with(&format!("rank {slow} is ")),
+        "{}",
+        json["verdict"]
+    );
+    let text = report(&[log], "text");
+    let line = line_of(&text, "slowest ranks").expect("a slowest-ranks line");
+    assert!(
+        line.starts_with(&format!("slowest ranks {slow} at {}", ms(140.0))),
+        "{line}"
+    );
+    // The spread wraps at 80 columns: read it with its lines joined.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!("ranks {ranks}; step time p50 {}", ms(101.0))),
+        "{text}"
+    );
+    assert!(
+        flat.contains("behind the furthest p50 0, p95 0, max 10 steps"),
+        "{text}"
+    );
+}

@@ -5,6 +5,7 @@ pub mod batch;
 pub mod breakdown;
 pub mod cache;
 pub mod hardware;
+pub mod ranks;
 pub mod run;
 pub mod stages;
 pub mod timeline;
@@ -356,7 +357,7 @@ impl Model {
             let window = self.cfg.window_steps;
             self.ranks
                 .entry(b.rank)
-                .or_insert_with(|| RankState::new(window))
+                .or_insert_with(|| RankState::for_rank(window))
                 .push_times(b.time, b.step_ms, data);
             self.merged.push_times(b.time, b.step_ms, data);
         }
@@ -387,7 +388,7 @@ impl Model {
         let rank = self
             .ranks
             .entry(stamp.rank)
-            .or_insert_with(|| RankState::new(window));
+            .or_insert_with(|| RankState::for_rank(window));
         let mut d = rank.derive(s, stamp.time, stamp.real_time, batch);
         if d.total.is_none() && d.step.is_some() {
             d.total = self.facts.total_steps;

@@ -22,6 +22,20 @@ impl Metric {
         }
     }
 
+    /// A figure of one rank of many: its whole-run statistics (with quantiles when asked) and
+    /// its last `window` values, no chart history (only the merged view is drawn).
+    fn lean(window: usize, quantiles: bool) -> Self {
+        Metric {
+            run: if quantiles {
+                RunStats::default()
+            } else {
+                RunStats::without_quantiles()
+            },
+            recent: Rolling::new(window),
+            series: Series::off(),
+        }
+    }
+
     pub fn push(&mut self, t: f64, v: f64) {
         self.run.push(v);
         self.recent.push(t, v);
@@ -50,7 +64,14 @@ impl LossTrack {
     }
 }
 
-/// One rank's state; the merged view of all ranks is one of these too.
+/// The last values a rank keeps of its step time: what straggler detection and the per-rank
+/// figures read. Thousands of ranks each keep one.
+const RANK_WINDOW: usize = 64;
+
+/// One rank's state; the merged view of all ranks is one of these too. A rank (`for_rank`)
+/// keeps a few KiB whatever the run's length: its step time's whole-run quantiles and last
+/// `RANK_WINDOW` values, and of its other figures count, sum, min, max and the latest value
+/// (no quantiles, no chart history); the merged view (`new`) keeps everything.
 #[derive(Clone, Debug)]
 pub struct RankState {
     pub records: u64,
@@ -83,22 +104,34 @@ pub struct RankState {
 }
 
 impl RankState {
+    /// The merged view of all ranks.
     pub fn new(window: usize) -> Self {
+        Self::with(Metric::new(window), || Metric::new(window))
+    }
+
+    /// One rank of the run.
+    pub fn for_rank(window: usize) -> Self {
+        Self::with(Metric::lean(window.min(RANK_WINDOW), true), || {
+            Metric::lean(1, false)
+        })
+    }
+
+    fn with(step_time_ms: Metric, other: impl Fn() -> Metric) -> Self {
         RankState {
             records: 0,
             first_step: None,
             last_step: None,
             total: None,
             epoch: None,
-            step_time_ms: Metric::new(window),
+            step_time_ms,
             step_median_ms: None,
-            data_time_ms: Metric::new(window),
-            paired_data_ms: Metric::new(window),
-            paired_step_ms: Metric::new(window),
-            samples_per_s: Metric::new(window),
-            iters_per_s: Metric::new(window),
-            tokens_per_s: Metric::new(window),
-            loss: Metric::new(window),
+            data_time_ms: other(),
+            paired_data_ms: other(),
+            paired_step_ms: other(),
+            samples_per_s: other(),
+            iters_per_s: other(),
+            tokens_per_s: other(),
+            loss: other(),
             loss_track: LossTrack::default(),
             lr: None,
             grad_norm: None,
@@ -284,6 +317,43 @@ mod tests {
         let mut r = RankState::new(10);
         r.derive(&rec(1), 1.0, false, None);
         assert_eq!(r.derive(&rec(2), 9.0, false, None).step_time_ms, None);
+    }
+
+    #[test]
+    fn a_rank_keeps_the_same_few_figures_however_long_it_runs() {
+        let mut r = RankState::for_rank(100);
+        for i in 0..10 * RANK_WINDOW as u64 {
+            let d = StepRecord {
+                step_time_ms: Some(100.0 + (i % 7) as f64),
+                data_time_ms: Some(0.01 * (i % 300) as f64),
+                samples_per_s: Some(64.0),
+                loss: Some(2.0 - i as f64 * 1e-3),
+                ..rec(i + 1)
+            };
+            let d = r.derive(&d, i as f64, true, None);
+            r.push(&d, i as f64);
+        }
+        // Step time: the last RANK_WINDOW values and the run's quantiles.
+        assert_eq!(r.step_time_ms.recent.len(), RANK_WINDOW);
+        assert_eq!(r.step_time_ms.run.count(), 10 * RANK_WINDOW as u64);
+        assert!(r.step_time_ms.run.quantile(0.5).is_some());
+        // No chart history, and the other figures keep their sums and latest value only.
+        assert_eq!(r.step_time_ms.series.points().count(), 0);
+        assert_eq!(r.loss.series.points().count(), 0);
+        assert_eq!(r.data_time_ms.recent.len(), 1);
+        assert_eq!(r.data_time_ms.run.quantile(0.5), None);
+        assert!(r.data_share().is_some());
+        // The merged view keeps everything.
+        let mut all = RankState::new(100);
+        let d = all.derive(&rec(1), 0.0, true, None);
+        all.push(
+            &StepRecord {
+                step_time_ms: Some(100.0),
+                ..d
+            },
+            0.0,
+        );
+        assert_eq!(all.step_time_ms.series.points().count(), 1);
     }
 
     #[test]

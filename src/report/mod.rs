@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::feed::Feed;
 use crate::ingest;
 use crate::model::breakdown::{Breakdown, Over};
+use crate::model::ranks::RankSpread;
 use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
@@ -101,7 +102,11 @@ pub struct Report {
     pub cache: Option<CacheOut>,
     pub loss: LossTrack,
     pub last: LastOut,
+    /// Every rank up to `RANKS_LISTED`; past that, the `SLOWEST_SHOWN` slowest (the spread
+    /// says the rest).
     pub ranks: Vec<RankOut>,
+    /// With two ranks or more: p50/p95/max of the ranks' step time and lag, the slowest.
+    pub rank_spread: Option<RankSpread>,
     pub config: Facts,
     pub summary: Option<SummaryRecord>,
     pub host_memory: Option<HostMemOut>,
@@ -416,7 +421,8 @@ impl Report {
                 mfu_pct: g.mfu_pct,
                 memory_mb: g.memory_mb,
             },
-            ranks: m.ranks.iter().map(|(rank, r)| rank_out(*rank, r)).collect(),
+            ranks: ranks_out(m),
+            rank_spread: m.rank_spread(SLOWEST_SHOWN),
             config: f.clone(),
             summary: (m.summary != SummaryRecord::default()).then(|| m.summary.clone()),
             host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
@@ -506,6 +512,26 @@ fn breakdown_out(b: &Breakdown) -> BreakdownOut {
         step_ms: b.step_ms,
         parts,
     }
+}
+
+/// Ranks listed one by one in a report; a job with more is shown as its spread.
+const RANKS_LISTED: usize = 256;
+/// The slowest ranks named, by number.
+const SLOWEST_SHOWN: usize = 8;
+
+/// Every rank, or past `RANKS_LISTED` the slowest ones, in rank order.
+fn ranks_out(m: &Model) -> Vec<RankOut> {
+    if m.ranks.len() <= RANKS_LISTED {
+        return m.ranks.iter().map(|(rank, r)| rank_out(*rank, r)).collect();
+    }
+    let mut slow: Vec<u32> = m
+        .rank_spread(SLOWEST_SHOWN)
+        .map(|s| s.slowest.iter().map(|r| r.rank).collect())
+        .unwrap_or_default();
+    slow.sort_unstable();
+    slow.iter()
+        .filter_map(|r| Some(rank_out(*r, m.ranks.get(r)?)))
+        .collect()
 }
 
 fn rank_out(rank: u32, r: &RankState) -> RankOut {

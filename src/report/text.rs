@@ -32,6 +32,18 @@ pub fn render(r: &Report) -> String {
     stages(r, &mut o);
     o.push('\n');
     line(&mut o, "throughput", throughput(r));
+    if let Some(s) = &r.rank_spread {
+        let label = display::pad("ranks", 14);
+        words(&mut o, &label, 14, &rank_spread(s));
+        // Three fit on one line: a rank and its time never part.
+        let slowest: Vec<String> = s
+            .slowest
+            .iter()
+            .take(3)
+            .map(|r| format!("{} at {}", r.rank, ms(r.step_time_ms)))
+            .collect();
+        line(&mut o, "slowest ranks", slowest.join(", "));
+    }
     line(&mut o, "loss", loss(r));
     if let Some(c) = &r.cache {
         let mut s = match c.hit_rate {
@@ -217,6 +229,26 @@ fn stages(r: &Report, o: &mut String) {
     if r.stages.len() > 12 {
         let _ = writeln!(o, "  ... {} more", r.stages.len() - 12);
     }
+}
+
+/// `16384; step time p50 102.5 ms, p95 104.6 ms, max 142.0 ms; behind the furthest ...`.
+fn rank_spread(s: &crate::model::ranks::RankSpread) -> String {
+    let mut parts = vec![s.ranks.to_string()];
+    if let Some(t) = s.step_time_ms {
+        parts.push(format!(
+            "step time p50 {}, p95 {}, max {}",
+            ms(t.p50),
+            ms(t.p95),
+            ms(t.max)
+        ));
+    }
+    if let Some(l) = s.lag_steps.filter(|l| l.max > 0.0) {
+        parts.push(format!(
+            "behind the furthest p50 {:.0}, p95 {:.0}, max {:.0} steps",
+            l.p50, l.p95, l.max
+        ));
+    }
+    parts.join("; ")
 }
 
 fn throughput(r: &Report) -> String {

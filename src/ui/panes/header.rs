@@ -11,7 +11,7 @@ use crate::source::FileStatus;
 use crate::theme::Role;
 use crate::ui::state::ReplayUi;
 use crate::ui::widgets::{ago, fit};
-use crate::units::{duration, num};
+use crate::units::{duration, ms, num};
 
 /// Steps without news after which the header says how long ago the last one came.
 const QUIET_S: f64 = 10.0;
@@ -129,6 +129,21 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
     }
     if let Some(s) = g.iters_per_s.recent(window) {
         parts.push((format!("{} it/s", num(s.p50)), Role::Info));
+    }
+    // Many ranks are a spread and the slowest, never a list.
+    if let Some(s) = m.rank_spread(1)
+        && let (Some(t), Some(slow)) = (s.step_time_ms, s.slowest.first())
+    {
+        parts.push((
+            format!(
+                "{} ranks p50 {} · slowest {} {}",
+                s.ranks,
+                ms(t.p50),
+                slow.rank,
+                ms(slow.step_time_ms)
+            ),
+            Role::Text,
+        ));
     }
     if let Some(age) = v.step_age.filter(|a| *a >= QUIET_S) {
         parts.push((format!("last step {} ago", ago(age)), Role::Warn));
