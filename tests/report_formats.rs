@@ -175,7 +175,8 @@ fn many_ranks_are_a_spread_and_the_slowest_by_number() {
         }
     }
     std::fs::write(&log, text).expect("log");
-    let json: Json = serde_json::from_str(&report(std::slice::from_ref(&log), "json")).expect("json");
+    let json: Json =
+        serde_json::from_str(&report(std::slice::from_ref(&log), "json")).expect("json");
     let spread = &json["rank_spread"];
     assert_eq!(spread["ranks"], ranks);
     assert_eq!(spread["slowest"][0]["rank"], slow);

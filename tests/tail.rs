@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use steptop::source::{
-    FileStatus, FollowOptions, InputSpec, LineSplitter, MAX_RECORD_BYTES, TailEvent, follow,
-    read_records,
+    FILES_FOLLOWED, FileStatus, FollowOptions, InputSpec, LineSplitter, MAX_RECORD_BYTES,
+    TailEvent, follow, read_records,
 };
 
 /// Generous, because CI machines are slow; a passing test never waits this long.
@@ -483,6 +483,43 @@ fn a_glob_picks_up_a_file_created_later() {
         ]
     );
     assert_eq!(records(&evs, 1), vec![rec(1, "b1")]);
+}
+
+#[test]
+fn a_glob_follows_a_bounded_number_of_files_and_says_when_it_leaves_some_out() {
+    // Ten times more matching files than are followed.
+    let dir = tempfile::tempdir().unwrap();
+    let total = 10 * FILES_FOLLOWED;
+    for i in 0..total {
+        fs::write(
+            dir.path().join(format!("run-{i:05}.log")),
+            format!("s{i}\n"),
+        )
+        .unwrap();
+    }
+    let pattern = dir.path().join("run-*.log");
+    let mut f = Follower::start(&[&pattern], fast());
+    f.wait_status(FILES_FOLLOWED, FileStatus::NotFollowed);
+    f.wait_until("every followed file read", |evs| {
+        (0..FILES_FOLLOWED).all(|i| evs.contains(&Ev::CaughtUp(i)))
+    });
+    // A file written later is left out too, and nothing more is said.
+    fs::write(dir.path().join("run-99999.log"), "late\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let evs = f.finish();
+    let opened = evs.iter().filter(|e| matches!(e, Ev::Opened(..))).count();
+    assert_eq!(
+        opened,
+        FILES_FOLLOWED + 1,
+        "the followed files and the one that says so"
+    );
+    let told = evs
+        .iter()
+        .filter(|e| matches!(e, Ev::Status(_, FileStatus::NotFollowed)))
+        .count();
+    assert_eq!(told, 1);
+    assert!(records(&evs, FILES_FOLLOWED).is_empty());
+    assert_eq!(records(&evs, 0), vec![rec(1, "s0")]);
 }
 
 #[test]

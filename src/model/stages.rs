@@ -102,6 +102,10 @@ const MATCH_KEEP: usize = 4096;
 const LAYOUTS_KEPT: usize = 64;
 /// Structures one layout keeps with their votes.
 const CANDIDATES: usize = 4;
+/// Stage names (and names of parts outside the forward) followed; a log whose names embed a
+/// step number or a timestamp would otherwise add one per block for weeks. Lines of further
+/// names are counted in `names_dropped` and left out of the figures per name.
+pub const NAMES_KEPT: usize = 256;
 
 /// All timing-block state.
 #[derive(Clone, Debug)]
@@ -112,6 +116,8 @@ pub struct Stages {
     /// Parts outside the forward, in the order first seen.
     pub parts: Vec<PartStats>,
     part_index: HashMap<String, usize>,
+    /// Lines whose name came after `NAMES_KEPT` others.
+    pub names_dropped: u64,
     pub forward_ms: RunStats,
     pub recent_forward: Rolling,
     /// Per block: the logged parts outside the forward besides the data wait.
@@ -147,6 +153,7 @@ impl Stages {
             index: HashMap::new(),
             parts: Vec::new(),
             part_index: HashMap::new(),
+            names_dropped: 0,
             forward_ms: RunStats::default(),
             recent_forward: Rolling::new(window),
             other_ms: RunStats::default(),
@@ -380,6 +387,10 @@ impl Stages {
     fn push_stage(&mut self, line: &Line, depth: u8, leaf: bool, t: f64, n: u64) {
         let i = match self.index.get(&line.name) {
             Some(&i) => i,
+            None if self.by_name.len() >= NAMES_KEPT => {
+                self.names_dropped += 1;
+                return;
+            }
             None => {
                 self.by_name.push(StageStats {
                     copies: line.role == Role::Copy,
@@ -408,6 +419,10 @@ impl Stages {
     fn push_part(&mut self, line: &Line, t: f64) {
         let i = match self.part_index.get(&line.name) {
             Some(&i) => i,
+            None if self.parts.len() >= NAMES_KEPT => {
+                self.names_dropped += 1;
+                return;
+            }
             None => {
                 self.parts.push(PartStats {
                     name: line.name.clone(),
@@ -530,6 +545,32 @@ mod tests {
         s.total("Total".into(), Role::Total, 190.0, Some(1), &at(0));
         assert_eq!(s.forward_ms.mean(), Some(100.0));
         assert_eq!(s.readings[0].0, TotalIs::Nested);
+    }
+
+    #[test]
+    fn names_that_change_every_block_are_followed_up_to_a_bound() {
+        // A stage whose name carries the block's number: a new name each block, ten times
+        // past the bound. The forward is still every block's.
+        let mut s = Stages::new(10);
+        let blocks = 10 * NAMES_KEPT;
+        for n in 0..blocks {
+            s.block_start(Some(n as u64 + 1), &at(0));
+            s.stage(st("encoder", 40.0, 0), &at(0));
+            s.stage(st(&format!("decode batch {n}"), 60.0, 0), &at(0));
+            s.total(
+                "Total".into(),
+                Role::Total,
+                100.0,
+                Some(n as u64 + 1),
+                &at(0),
+            );
+        }
+        s.finish();
+        assert_eq!(s.by_name.len(), NAMES_KEPT);
+        assert_eq!(s.names_dropped, (blocks - (NAMES_KEPT - 1)) as u64);
+        assert_eq!(s.forward_ms.count(), blocks as u64);
+        assert_eq!(s.by_name[0].name, "encoder");
+        assert_eq!(s.by_name[0].ms.count(), blocks as u64);
     }
 
     #[test]

@@ -93,6 +93,8 @@ pub struct Report {
     pub iters_per_s: Option<f64>,
     pub tokens_per_s: Option<f64>,
     pub stages: Vec<StageOut>,
+    /// Stage lines left out of the per-name figures: their name came after 256 others.
+    pub stage_lines_dropped: u64,
     pub forward_ms: Option<f64>,
     pub unlogged_ms: Option<f64>,
     /// Where a step's time goes: every figure text and markdown print comes from here.
@@ -385,6 +387,7 @@ impl Report {
             samples_per_s: g.samples_per_s.run.quantile(0.5),
             iters_per_s: g.iters_per_s.run.quantile(0.5),
             tokens_per_s: g.tokens_per_s.run.quantile(0.5),
+            stage_lines_dropped: m.stages.names_dropped,
             stages: hottest
                 .iter()
                 .filter_map(|s| {

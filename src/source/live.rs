@@ -62,7 +62,14 @@ pub enum FileStatus {
     Deleted,
     /// It exists but cannot be read; the reason.
     Unreadable(String),
+    /// It matched, but `FILES_FOLLOWED` files are followed already: it and later matches are
+    /// left out. Said by the first file left out, once.
+    NotFollowed,
 }
+
+/// Files followed at most. A glob over a directory that keeps receiving files (a log per
+/// restart, per hour) would otherwise open one more for as long as the run lasts.
+pub const FILES_FOLLOWED: usize = 256;
 
 /// What the follower tells its sink, borrowing from its buffers so no line is copied.
 #[derive(Debug)]
@@ -183,6 +190,7 @@ pub fn follow(
     let mut known: HashSet<PathBuf> = HashSet::new();
     let mut buf = vec![0u8; CHUNK_BYTES];
     let mut first = true;
+    let mut told = false;
     let mut next_poll = Instant::now();
     let mut rescan = true;
     while !stop.load(Ordering::Relaxed) {
@@ -195,6 +203,26 @@ pub fn follow(
                 // Watch before reading, so nothing written in between goes unnoticed.
                 wakeups.watch(&spec.dir());
                 for path in spec.expand() {
+                    if files.len() >= FILES_FOLLOWED && !known.contains(&path) {
+                        // The first file left out says so, once; it is numbered but not
+                        // followed, and none after it is remembered.
+                        if !told {
+                            told = true;
+                            known.insert(path.clone());
+                            let file = files.len();
+                            let opened = sink(TailEvent::Opened { file, path: &path });
+                            let status = FileStatus::NotFollowed;
+                            let said = sink(TailEvent::Status {
+                                file,
+                                path: &path,
+                                status: &status,
+                            });
+                            if opened.is_break() || said.is_break() {
+                                return Ok(());
+                            }
+                        }
+                        continue;
+                    }
                     if known.insert(path.clone()) {
                         let index = files.len();
                         if sink(TailEvent::Opened {

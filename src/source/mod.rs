@@ -8,5 +8,5 @@ pub mod split;
 
 pub use file::{ReadStats, read_records};
 pub use glob::InputSpec;
-pub use live::{FileStatus, FollowOptions, TailEvent, follow};
+pub use live::{FILES_FOLLOWED, FileStatus, FollowOptions, TailEvent, follow};
 pub use split::{LineSplitter, MAX_RECORD_BYTES};

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::View;
-use crate::source::FileStatus;
+use crate::source::{FILES_FOLLOWED, FileStatus};
 use crate::theme::Role;
 use crate::ui::state::ReplayUi;
 use crate::ui::widgets::{ago, fit};
@@ -70,14 +70,20 @@ fn sources<'a>(v: &View, width: usize) -> Vec<Span<'a>> {
         (None, Some(FileStatus::Rotated)) => ("rotated, new file".into(), Role::Info),
         (None, Some(FileStatus::Deleted)) => ("deleted".into(), Role::Warn),
         (None, Some(FileStatus::Unreadable(why))) => (format!("unreadable: {why}"), Role::Crit),
+        (None, Some(FileStatus::NotFollowed)) => ("not followed".into(), Role::Warn),
         (None, _) if !v.mon.caught_up() => ("reading history".into(), Role::Muted),
         (None, _) => ("following".into(), Role::Ok),
     };
     let more = v.mon.sources.iter().filter(|s| !s.path.is_empty()).count() - 1;
-    let more = if more > 0 {
-        format!(" +{more} more")
-    } else {
-        String::new()
+    let left_out = v
+        .mon
+        .sources
+        .iter()
+        .any(|s| s.status == Some(FileStatus::NotFollowed));
+    let more = match (more, left_out) {
+        (_, true) => format!(" +{} more, the rest not followed", FILES_FOLLOWED - 1),
+        (0, false) => String::new(),
+        (n, false) => format!(" +{n} more"),
     };
     let room = width.saturating_sub(8 + format.len() + state.len() + more.len() + 2);
     let name = first.path.rsplit('/').next().unwrap_or(&first.path);
@@ -134,11 +140,23 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
     if let Some(s) = m.rank_spread(1)
         && let (Some(t), Some(slow)) = (s.step_time_ms, s.slowest.first())
     {
+        let lag = s
+            .lag_steps
+            .filter(|l| l.max > 0.0)
+            .map(|l| {
+                format!(
+                    " · behind p50 {:.0} p95 {:.0} max {:.0}",
+                    l.p50, l.p95, l.max
+                )
+            })
+            .unwrap_or_default();
         parts.push((
             format!(
-                "{} ranks p50 {} · slowest {} {}",
+                "{} ranks p50 {} p95 {} max {}{lag} · slowest {} {}",
                 s.ranks,
                 ms(t.p50),
+                ms(t.p95),
+                ms(t.max),
                 slow.rank,
                 ms(slow.step_time_ms)
             ),
