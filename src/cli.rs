@@ -113,6 +113,9 @@ pub enum FailOn {
 pub enum Command {
     /// One-shot analysis of whole log files (a finished run, or a running one so far).
     Report(ReportArgs),
+    /// What a change did: runs side by side against the first (the baseline), each read as
+    /// `report` reads it, with the changes that exceed the runs' own noise and what they mean.
+    Compare(CompareArgs),
     /// What steptop can read on this machine now: GPUs, host, and the trainer's process tree.
     Probe(ProbeArgs),
     /// Plays finished logs or a `probe --record` recording through the live monitor, in the
@@ -262,6 +265,23 @@ pub struct ReportArgs {
     /// Log files or globs (`'logs/rank*.log'`), read in the order given.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Config file (patterns for in-house formats, window sizes).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A name for each run, in order (default: the file or directory name).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// Runs, the baseline first: a log file, a quoted glob (`'runA/rank*.log'`), a directory
+    /// (every file in it) or a `probe --record` recording.
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -7,6 +7,7 @@
 //! `metrics` beside either. The mode is chosen here, in `run`, and nowhere else.
 
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod diagnose;
 pub mod display;
@@ -31,14 +32,14 @@ pub mod ui;
 pub mod units;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
 
 use cli::{
-    Cli, Command, FailOn, LiveArgs, OutputArgs, ProbeArgs, ProbeFormat, ReplayArgs, ReportArgs,
-    ReportFormat,
+    Cli, Command, CompareArgs, FailOn, LiveArgs, OutputArgs, ProbeArgs, ProbeFormat, ReplayArgs,
+    ReportArgs, ReportFormat,
 };
 use config::Config;
 use error::Error;
@@ -48,6 +49,7 @@ use msg::Msg;
 pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Some(Command::Report(args)) => report_command(&args),
+        Some(Command::Compare(args)) => compare_command(&args),
         Some(Command::Probe(args)) => probe_command(&args),
         Some(Command::Replay(args)) => replay_command(&args),
         None => live_command(&cli.live),
@@ -316,6 +318,67 @@ fn report_command(args: &ReportArgs) -> Result<(), Error> {
         ReportFormat::Json => {
             let mut s =
                 serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+    };
+    write_stdout(&text).map(|_| ())
+}
+
+fn compare_command(args: &CompareArgs) -> Result<(), Error> {
+    let cfg = load_config(args.config.as_deref())?;
+    if args.labels.len() > args.runs.len() {
+        return Err(Error::Usage(format!(
+            "{} --label given for {} runs: one per run at most, in order",
+            args.labels.len(),
+            args.runs.len()
+        )));
+    }
+    let mut runs = Vec::new();
+    for (i, run) in args.runs.iter().enumerate() {
+        let path = Path::new(run);
+        let paths = if path.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| Error::Runtime(format!("'{run}': {e}")))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(Error::Runtime(format!("'{run}': a directory with no file")));
+            }
+            files
+        } else {
+            expand_inputs(std::slice::from_ref(run))?
+        };
+        let label = args.labels.get(i).cloned().unwrap_or_else(|| {
+            path.file_name()
+                .map_or_else(|| run.clone(), |n| n.to_string_lossy().into_owned())
+        });
+        runs.push(compare::RunInput { label, paths });
+    }
+    // Two runs named alike (`a/train.log`, `b/train.log`) are told apart by their directory.
+    let alike: Vec<bool> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            args.labels.get(i).is_none() && runs.iter().filter(|o| o.label == r.label).count() > 1
+        })
+        .collect();
+    for (i, run) in runs.iter_mut().enumerate() {
+        let parent = Path::new(&args.runs[i]).parent().and_then(Path::file_name);
+        if let (true, Some(p)) = (alike[i], parent) {
+            run.label = format!("{}/{}", p.to_string_lossy(), run.label);
+        }
+    }
+    let c = compare::compare(&runs, &cfg)?;
+    let text = match args.format {
+        ReportFormat::Text => compare::render::text(&c),
+        ReportFormat::Markdown => compare::render::markdown(&c),
+        ReportFormat::Json => {
+            let mut s =
+                serde_json::to_string_pretty(&c).map_err(|e| Error::Runtime(e.to_string()))?;
             s.push('\n');
             s
         }

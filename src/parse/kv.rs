@@ -296,7 +296,11 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"batch"
         | b"per_device_train_batch_size"
         | b"instantaneous_batch_size_per_device"
-        | b"train_batch_size" => BatchSize,
+        | b"train_batch_size"
+        // mmcv's config dump: images per GPU; detectron2's: images per step, all GPUs.
+        | b"samples_per_gpu"
+        | b"imgs_per_gpu"
+        | b"ims_per_batch" => BatchSize,
         b"loss" => Loss(4),
         b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value" => Loss(3),
         b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
@@ -318,7 +322,11 @@ pub fn field_of(key: &str) -> Option<Field> {
         }
         b"maxmemallocated" | b"memory_gb" | b"mem_gb" => Memory(Unit::GiB),
         b"eta" => Eta,
-        b"num_workers" | b"workers" | b"dataloader_num_workers" | b"num_data_workers" => NumWorkers,
+        b"num_workers"
+        | b"workers"
+        | b"dataloader_num_workers"
+        | b"num_data_workers"
+        | b"workers_per_gpu" => NumWorkers,
         b"pin_memory" | b"dataloader_pin_memory" => PinMemory,
         b"amp_dtype" | b"mixed_precision" | b"precision" | b"dtype" | b"autocast_dtype" => AmpDtype,
         b"fp16" | b"bf16" | b"amp" => AmpDtype,

@@ -1,0 +1,174 @@
+//! `steptop compare` over every case of fixtures/compare: each case's `expected.toml` names its
+//! runs (files or directories in the case's folder, the baseline first), optional `labels`,
+//! the findings it must give (`[[finding]]`: `id`, `severity`, `run`, and optionally `title`
+//! and `evidence`, pieces of its text), findings it must `never` give, and figures of the JSON
+//! (`[[expect]]`: `path`, then `equals`, `approx` with `tol`, or `contains`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compare");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .expect("fixtures/compare")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn compare(dir: &Path, expected: &toml::Table, format: &str) -> String {
+    let runs: Vec<PathBuf> = expected["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| dir.join(r.as_str().expect("a run path")))
+        .collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    cmd.args(["compare", "--format", format]);
+    for label in expected
+        .get("labels")
+        .and_then(|l| l.as_array())
+        .into_iter()
+        .flatten()
+    {
+        cmd.args(["--label", label.as_str().expect("a label")]);
+    }
+    let out = cmd.args(&runs).output().expect("steptop runs");
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(v, |v, key| match key.parse::<usize>() {
+            Ok(i) => v.get(i),
+            Err(_) => v.get(key),
+        })
+}
+
+fn check_expect(got: &Value, want: &toml::Value) -> Option<String> {
+    let path = want["path"].as_str().expect("path");
+    let Some(v) = at(got, path) else {
+        return Some(format!("{path}: missing"));
+    };
+    if let Some(part) = want.get("contains").and_then(|c| c.as_str()) {
+        return (!v.as_str().is_some_and(|s| s.contains(part)))
+            .then(|| format!("{path}: {v} does not contain {part:?}"));
+    }
+    if let Some(x) = want.get("approx").and_then(|a| a.as_float()) {
+        let tol = want.get("tol").and_then(|t| t.as_float()).unwrap_or(1e-9);
+        return (!v.as_f64().is_some_and(|g| (g - x).abs() <= tol))
+            .then(|| format!("{path}: want {x} ± {tol}, got {v}"));
+    }
+    let equal = match want.get("equals").expect("equals, approx or contains") {
+        toml::Value::Integer(i) => v.as_i64() == Some(*i),
+        toml::Value::Float(f) => v.as_f64() == Some(*f),
+        toml::Value::String(s) => v.as_str() == Some(s.as_str()),
+        toml::Value::Boolean(b) => v.as_bool() == Some(*b),
+        other => panic!("{path}: cannot compare with {other:?}"),
+    };
+    (!equal).then(|| format!("{path}: want {:?}, got {v}", want["equals"]))
+}
+
+fn finding_matches(f: &Value, want: &toml::Value) -> bool {
+    let field = |k: &str| want.get(k).and_then(|v| v.as_str());
+    field("id").is_none_or(|id| f["id"] == id)
+        && field("severity").is_none_or(|s| f["severity"] == s)
+        && field("run").is_none_or(|r| f["run"] == r)
+        && field("title").is_none_or(|t| f["title"].as_str().is_some_and(|x| x.contains(t)))
+        && field("evidence").is_none_or(|e| {
+            f["evidence"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|x| x.as_str().is_some_and(|x| x.contains(e))))
+        })
+}
+
+#[test]
+fn every_comparison_gives_its_findings_and_figures() {
+    let mut failures = Vec::new();
+    let cases = cases();
+    assert!(cases.len() >= 3, "{cases:?}");
+    for dir in cases {
+        let name = dir
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let expected: toml::Table = toml::from_str(
+            &std::fs::read_to_string(dir.join("expected.toml")).expect("expected.toml"),
+        )
+        .expect("toml");
+        let got: Value = serde_json::from_str(&compare(&dir, &expected, "json")).expect("json");
+        assert_eq!(got["schema_version"], 1);
+        let findings = got["findings"].as_array().expect("findings");
+        for want in expected
+            .get("finding")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if !findings.iter().any(|f| finding_matches(f, want)) {
+                failures.push(format!(
+                    "{name}: no finding like {want:?}; got {findings:#?}"
+                ));
+            }
+        }
+        for id in expected
+            .get("never")
+            .and_then(|n| n.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if findings
+                .iter()
+                .any(|f| f["id"] == id.as_str().expect("an id"))
+            {
+                failures.push(format!("{name}: {id:?} should not be found"));
+            }
+        }
+        for want in expected
+            .get("expect")
+            .and_then(|e| e.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(why) = check_expect(&got, want) {
+                failures.push(format!("{name}: {why}"));
+            }
+        }
+        // The text and the markdown say every finding's title, in 80 columns for the text.
+        let text = compare(&dir, &expected, "text");
+        let markdown = compare(&dir, &expected, "markdown");
+        for f in findings {
+            let title = f["title"].as_str().expect("title");
+            if !text.contains(title) || !markdown.contains(title) {
+                failures.push(format!(
+                    "{name}: {title:?} missing from the text or markdown"
+                ));
+            }
+        }
+        if let Some(long) = text.lines().find(|l| l.chars().count() > 80) {
+            failures.push(format!("{name}: a text line over 80 columns: {long}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_run_that_cannot_be_read_is_named() {
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["compare", "no/such/run.log", "other.log"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no/such/run.log"), "{err}");
+}
