@@ -203,6 +203,11 @@ impl Feed {
         }
     }
 
+    /// The first step any rank logged in this file.
+    pub fn first_step(&self) -> Option<u64> {
+        self.orders.values().filter_map(|o| o.first).min()
+    }
+
     /// Whether the records parsed from a line may reach the model: None, or why they cannot be
     /// true (the parser's own rejection, or a step that goes back with no restart to explain
     /// it). Call it with the line's records before `deliver`; it remembers the line's steps.

@@ -172,3 +172,39 @@ fn a_run_that_cannot_be_read_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no/such/run.log"), "{err}");
 }
+
+/// `report` with two runs' files still reads them as one run, and says they look like two;
+/// one run's rank files (each starting at step 1 too) are not taken for separate runs.
+#[test]
+fn report_points_separate_runs_to_compare() {
+    let report = |files: &[PathBuf]| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+            .args(["report", "--format", "json"])
+            .args(files)
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compare/workers_2_to_12");
+    let r = report(&[case.join("workers2.log"), case.join("workers12.log")]);
+    let note = r["separate_runs"].as_str().expect("a note");
+    assert!(
+        note.starts_with("these 2 files each start at step 19"),
+        "{note}"
+    );
+    assert!(note.contains("steptop compare"), "{note}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ranks: Vec<PathBuf> = (0..2)
+        .map(|r| {
+            let p = dir.path().join(format!("rank{r}.log"));
+            let text: String = (1..=20)
+                .map(|s| format!("step {s}/20 | loss=1.0 | time=100.0ms\n"))
+                .collect();
+            std::fs::write(&p, text).expect("log");
+            p
+        })
+        .collect();
+    assert_eq!(report(&ranks)["separate_runs"], Value::Null);
+    assert_eq!(report(&ranks[..1])["separate_runs"], Value::Null);
+}

@@ -15,6 +15,9 @@ const DATA_SHARE_POINTS: f64 = 0.05;
 const MOVED: f64 = 0.05;
 /// Stages named at most, the largest moves first.
 const STAGES_NAMED: usize = 3;
+/// A loss this much worse at the same last step diverged; the step-to-step spread of a loss is
+/// not known from a report, so the bound is fixed.
+const LOSS_WORSE: f64 = 0.05;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
@@ -259,6 +262,36 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
                 ));
                 out.push(f);
             }
+        }
+
+        let at = |r: &RunOut, path: &str| super::value_at(&Value::Object(r.figures.clone()), path);
+        if let (Some(step), Some(from), Some(to)) = (
+            at(base, "steps.last").filter(|s| at(run, "steps.last") == Some(*s)),
+            at(base, "loss.last"),
+            at(run, "loss.last"),
+        ) && from > 0.0
+            && to > from * (1.0 + LOSS_WORSE)
+        {
+            let mut f = finding(
+                "loss_diverged",
+                "warn",
+                format!(
+                    "loss at step {step:.0}: {} → {} ({})",
+                    sig(from),
+                    sig(to),
+                    signed_pct(to / from - 1.0)
+                ),
+            );
+            f.evidence.push(format!(
+                "the last loss of both runs, at the same step {step:.0}: {} → {}",
+                sig(from),
+                sig(to)
+            ));
+            f.actions = vec![
+                "check the learning rate against the new batch size (scale it linearly)".into(),
+                "with AMP, watch for overflows: a loss scale that keeps dropping, NaN steps".into(),
+            ];
+            out.push(f);
         }
 
         if !differ.is_empty() {

@@ -19,8 +19,9 @@ use crate::report::{self, Report};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The report figures a run is summarised by, under the report JSON's names.
-const FIGURES: [&str; 11] = [
+const FIGURES: [&str; 12] = [
     "steps",
+    "loss",
     "step_time_ms",
     "samples_per_s",
     "iters_per_s",

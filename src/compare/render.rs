@@ -80,14 +80,10 @@ pub fn text(c: &Comparison) -> String {
         c.runs.len()
     );
     for (i, r) in c.runs.iter().enumerate() {
-        let files = r.paths.join(", ");
-        let _ = writeln!(
-            o,
-            "  {} {}: {}",
-            i + 1,
-            r.label,
-            display::shown(&files, display::Tabs::Space)
-        );
+        let head = format!("  {} {}: ", i + 1, r.label);
+        let files = display::shown(&r.paths.join(", "), display::Tabs::Space).into_owned();
+        let room = 80usize.saturating_sub(display::width(&head)).max(20);
+        let _ = writeln!(o, "{head}{}", keep_end(&files, room));
     }
     let mut head = display::pad("", FIGURE_W);
     for r in &c.runs {
@@ -194,6 +190,25 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(o, "\n> {}", escape(n));
     }
     o
+}
+
+/// The end of `text` in `width` cells, `…` standing for what is cut: a path's file name is
+/// what tells runs apart.
+fn keep_end(text: &str, width: usize) -> String {
+    if display::width(text) <= width {
+        return text.to_string();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 1;
+    for c in text.chars().rev() {
+        let w = display::width(c.encode_utf8(&mut [0; 4]));
+        if used + w > width {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
 
 /// Log text in a table or a list item: its pipes and control characters cannot break it.

@@ -19,6 +19,13 @@ pub fn render(r: &Report) -> String {
         o.push(')');
     }
     o.push_str("\n\n");
+    if let Some(note) = &r.separate_runs {
+        let _ = writeln!(
+            o,
+            "> {}\n",
+            crate::display::shown(note, crate::display::Tabs::Space)
+        );
+    }
     match &r.verdict {
         Some(v) => {
             let _ = writeln!(

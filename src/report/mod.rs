@@ -84,6 +84,9 @@ fn replay_recording(
 pub struct Report {
     pub schema_version: u32,
     pub sources: Vec<SourceOut>,
+    /// Set when the files look like separate runs (each starts at the same first step): a
+    /// sentence pointing to `steptop compare`.
+    pub separate_runs: Option<String>,
     pub steps: StepsOut,
     pub progress: ProgressOut,
     pub step_time_ms: Option<Quantiles>,
@@ -208,6 +211,8 @@ pub struct SourceOut {
     /// The first of them, when there is one.
     pub first_rejected: Option<RejectedOut>,
     pub rank: Option<u32>,
+    /// The first step the file logs.
+    pub first_step: Option<u64>,
 }
 
 /// A line refused because its figures cannot be true.
@@ -368,8 +373,10 @@ impl Report {
                         }
                     }),
                     rank: feed.rank(),
+                    first_step: feed.first_step(),
                 })
                 .collect(),
+            separate_runs: separate_runs(&a.feeds),
             steps: StepsOut {
                 count: g.records,
                 first: m.ranks.values().filter_map(|r| r.first_step).min(),
@@ -515,6 +522,23 @@ fn breakdown_out(b: &Breakdown) -> BreakdownOut {
         step_ms: b.step_ms,
         parts,
     }
+}
+
+/// A sentence when the files look like separate runs: two or more files with steps, each of
+/// them starting at the same step, and none tagged with a rank (ranks of one run start
+/// together too).
+fn separate_runs(feeds: &[Feed]) -> Option<String> {
+    let firsts: Vec<u64> = feeds.iter().filter_map(Feed::first_step).collect();
+    let ranked = feeds.iter().any(|f| f.rank().is_some());
+    if firsts.len() < 2 || ranked || firsts.iter().any(|s| *s != firsts[0]) {
+        return None;
+    }
+    Some(format!(
+        "these {} files each start at step {}: they look like separate runs, read here as one; \
+         `steptop compare` puts runs side by side",
+        firsts.len(),
+        firsts[0]
+    ))
 }
 
 /// Ranks listed one by one in a report; a job with more is shown as its spread.

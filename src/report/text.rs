@@ -27,6 +27,9 @@ pub fn render(r: &Report) -> String {
         o.push(')');
     }
     o.push('\n');
+    if let Some(note) = &r.separate_runs {
+        words(&mut o, &display::pad("note", 14), 14, note);
+    }
     verdict(r, &mut o);
     breakdown(r, &mut o);
     stages(r, &mut o);
