@@ -64,6 +64,11 @@ pub struct LiveArgs {
 /// endpoint. Shared by `steptop LOG...` and `steptop replay`.
 #[derive(Debug, clap::Args)]
 pub struct OutputArgs {
+    /// A finished run (a log, a quoted glob, a directory or a recording) whose figures are
+    /// shown beside the live ones: samples/s then -> now in the header, each stage's mean,
+    /// the ratio in status lines and /metrics.
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<String>,
     /// No full-screen view: print each alert change (raised, escalated, cleared) as one line.
     #[arg(long)]
     pub headless: bool,

@@ -181,7 +181,15 @@ fn sink(
         }
         None => None,
     };
-    let mon = monitor::Monitor::new(config.model, config.diagnose.clone());
+    let mut mon = monitor::Monitor::new(config.model, config.diagnose.clone());
+    if let Some(run) = &out.baseline {
+        let label = run_label(run);
+        mon.baseline = Some(compare::baseline::Baseline::read(
+            label,
+            &run_paths(run)?,
+            &config,
+        )?);
+    }
     if out.headless {
         ui::input::spawn_signals(feeding.tx, false)
             .map_err(|e| Error::Runtime(format!("cannot start the signal thread: {e}")))?;
@@ -336,27 +344,15 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
     }
     let mut runs = Vec::new();
     for (i, run) in args.runs.iter().enumerate() {
-        let path = Path::new(run);
-        let paths = if path.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| Error::Runtime(format!("'{run}': {e}")))?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .collect();
-            files.sort();
-            if files.is_empty() {
-                return Err(Error::Runtime(format!("'{run}': a directory with no file")));
-            }
-            files
-        } else {
-            expand_inputs(std::slice::from_ref(run))?
-        };
-        let label = args.labels.get(i).cloned().unwrap_or_else(|| {
-            path.file_name()
-                .map_or_else(|| run.clone(), |n| n.to_string_lossy().into_owned())
+        let label = args
+            .labels
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| run_label(run));
+        runs.push(compare::RunInput {
+            label,
+            paths: run_paths(run)?,
         });
-        runs.push(compare::RunInput { label, paths });
     }
     // Two runs named alike (`a/train.log`, `b/train.log`) are told apart by their directory.
     let alike: Vec<bool> = runs
@@ -384,6 +380,32 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
         }
     };
     write_stdout(&text).map(|_| ())
+}
+
+/// The files of one run: a directory's files, else the file or glob's matches.
+fn run_paths(run: &str) -> Result<Vec<PathBuf>, Error> {
+    let path = Path::new(run);
+    if !path.is_dir() {
+        return expand_inputs(&[run.to_string()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| Error::Runtime(format!("'{run}': {e}")))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::Runtime(format!("'{run}': a directory with no file")));
+    }
+    Ok(files)
+}
+
+/// A run's name when none is given: its file or directory name.
+fn run_label(run: &str) -> String {
+    Path::new(run)
+        .file_name()
+        .map_or_else(|| run.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Paths and globs to the files that exist now, in the order given; a missing file or a glob

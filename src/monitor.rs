@@ -19,6 +19,9 @@ pub struct Monitor {
     pub sources: Vec<SourceView>,
     /// Why the source thread stopped, if it did.
     pub stopped: Option<String>,
+    /// `--baseline`: a finished run's figures, shown beside the live ones; read before the
+    /// monitor starts and never changed.
+    pub baseline: Option<crate::compare::baseline::Baseline>,
 }
 
 /// One followed file as the header shows it.
@@ -39,6 +42,7 @@ impl Monitor {
             diagnosis: Diagnosis::new(diagnose),
             sources: Vec::new(),
             stopped: None,
+            baseline: None,
         }
     }
 

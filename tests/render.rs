@@ -427,3 +427,53 @@ fn the_header_gives_the_ranks_spread_and_the_slowest() {
     assert!(header.contains("4 ranks p50 "), "{header}");
     assert!(header.contains("· slowest 3 "), "{header}");
 }
+
+/// `--baseline`: the stages pane gives the baseline's mean of each stage and the change, and
+/// the header samples/s then and now; the columns survive 80x24.
+#[test]
+fn a_baseline_shows_beside_the_live_figures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compare");
+    let cfg = steptop::config::Config::default_checked();
+    let baseline = |run: &str| {
+        let dir = root.join(run);
+        let paths: Vec<std::path::PathBuf> = if dir.is_dir() {
+            vec![dir.join("timing.log")]
+        } else {
+            vec![dir]
+        };
+        steptop::compare::baseline::Baseline::read("before".into(), &paths, &cfg).expect("reads")
+    };
+    let theme = default_theme();
+    let ui = UiState::default();
+    let after = root.join("stage8_cut/after/timing.log");
+    let mut m = monitor(&[after.to_str().expect("utf-8")]);
+    m.baseline = Some(baseline("stage8_cut/before"));
+    let big = draw(&m, &ui, &theme, 160, 48);
+    snapshot("baseline_stages_160x48", &big);
+    let screen = text(&big);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("VRT Stage8") && l.contains(" -46%"))
+        .expect("the stages pane's VRT Stage8 row");
+    assert!(row.contains(" 278 -46%"), "{row}");
+    assert!(screen.contains("baseline"), "{screen}");
+    // At 80x24 the stages take the left pane when focused.
+    let mut focused = ui.clone();
+    focused.focus = steptop::ui::panes::Pane::Stages;
+    let small = draw(&m, &focused, &theme, 80, 24);
+    snapshot("baseline_stages_80x24", &small);
+    assert!(text(&small).contains(" 278 -46%"), "{}", text(&small));
+
+    let b8 = root.join("batch_4_to_8/bs8.log");
+    let mut m = monitor(&[b8.to_str().expect("utf-8")]);
+    m.baseline = Some(baseline("batch_4_to_8/bs4.log"));
+    let header = text(&draw(&m, &ui, &theme, 160, 48))
+        .lines()
+        .nth(1)
+        .expect("header")
+        .to_string();
+    assert!(
+        header.contains("29.1 samples/s (baseline 29.8, -2%)"),
+        "{header}"
+    );
+}

@@ -319,3 +319,36 @@ fn without_a_terminal_it_points_to_headless_and_report() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// `--baseline` in a real terminal: the Stage 8 cut replayed against the run before it, at
+/// 160x48 (the stages pane's baseline column) and at 80x24 (the header and the stages, once
+/// the stages pane has the focus).
+#[test]
+fn a_baseline_column_shows_in_the_live_view_at_both_sizes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compare/stage8_cut");
+    let args = format!(
+        "replay --speed max --baseline {} {}",
+        root.join("before").display(),
+        root.join("after/timing.log").display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let big = Tmux::start("baseline-big", 160, 48, dir.path(), &script(&args, ""));
+    let screen = big.wait("the baseline column", |s| s.contains(" 278 -46%"));
+    assert!(screen.contains("baseline"), "{screen}");
+    big.keys(&["q"]);
+    big.wait("a clean exit", |s| s.contains("exit=0 icanon echo"));
+    let small = Tmux::start("baseline-small", 80, 24, dir.path(), &script(&args, ""));
+    small.wait("the replay", |s| s.contains("step 60"));
+    // Tab moves the focus pane by pane; the stages pane comes into the left column.
+    for _ in 0..6 {
+        if small.screen().contains(" 278 -46%") {
+            break;
+        }
+        small.keys(&["Tab"]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let screen = small.wait("the baseline column at 80x24", |s| s.contains(" 278 -46%"));
+    assert!(screen.lines().all(|l| l.chars().count() <= 80), "{screen}");
+    small.keys(&["q"]);
+    small.wait("a clean exit", |s| s.contains("exit=0 icanon echo"));
+}

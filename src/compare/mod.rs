@@ -3,6 +3,7 @@
 //! JSON's own names. A change counts as significant only when it is larger than the runs' own
 //! step-to-step spread; the findings (`findings.rs`) say what the changes mean and what to do.
 
+pub mod baseline;
 pub mod findings;
 pub mod render;
 

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::compare::baseline::{change, ratio};
 use crate::diagnose::{Alert, Change, ChangeKind, Severity};
 use crate::display::{self, Tabs};
 use crate::model::breakdown::Over;
@@ -55,6 +56,9 @@ pub struct Status {
     pub gpu_util: Option<f64>,
     pub verdict: Option<String>,
     pub verdict_severity: Option<Severity>,
+    /// With `--baseline`: samples/s (else it/s) now over the baseline's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_baseline: Option<f64>,
     pub kind: &'static str,
     pub schema: u32,
 }
@@ -88,6 +92,13 @@ impl Status {
                 .then(|| gpus.iter().sum::<f64>() / gpus.len() as f64 / 100.0),
             verdict: verdict.map(|a| a.rule.to_string()),
             verdict_severity: verdict.map(|a| a.severity),
+            vs_baseline: mon.baseline.as_ref().and_then(|b| {
+                ratio(
+                    g.samples_per_s.recent(window).map(|s| s.p50),
+                    b.samples_per_s,
+                )
+                .or_else(|| ratio(g.iters_per_s.recent(window).map(|s| s.p50), b.iters_per_s))
+            }),
             kind: "status",
             schema: SCHEMA_VERSION,
         }
@@ -212,6 +223,9 @@ pub fn status_text(s: &Status) -> String {
     }
     if let Some(v) = s.gpu_util {
         parts.push(format!("GPU {}", pct(v)));
+    }
+    if let Some(r) = s.vs_baseline {
+        parts.push(format!("{} vs baseline", change(r)));
     }
     parts.push(match (&s.verdict, s.verdict_severity) {
         (Some(rule), Some(sev)) => format!("verdict {rule} ({})", sev.name()),

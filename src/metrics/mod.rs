@@ -150,6 +150,7 @@ pub fn exposition(mon: &Monitor, host: Option<&str>) -> String {
     run_figures(&mut out, mon);
     hardware(&mut out, mon);
     alerts(&mut out, mon);
+    baseline(&mut out, mon);
     let mut text = String::new();
     // Writing into a String cannot fail.
     let _ = encode(&mut text, &out.reg);
@@ -457,5 +458,38 @@ fn alerts(out: &mut Out, mon: &Monitor) {
         "Alerts raised so far, by the severity they were raised at",
         None,
         raised,
+    );
+}
+
+/// With `--baseline`: each figure now over the baseline's.
+fn baseline(out: &mut Out, mon: &Monitor) {
+    let Some(b) = &mon.baseline else {
+        return;
+    };
+    let m = &mon.model;
+    let g = &m.merged;
+    let w = m.cfg.window_steps;
+    let now = |metric: &crate::model::run::Metric| metric.recent(w).map(|s| s.p50);
+    let rows: Vec<(Labels, f64)> = [
+        ("samples_per_s", now(&g.samples_per_s), b.samples_per_s),
+        ("iters_per_s", now(&g.iters_per_s), b.iters_per_s),
+        ("tokens_per_s", now(&g.tokens_per_s), b.tokens_per_s),
+        ("step_time_ms", now(&g.step_time_ms), b.step_time_ms),
+        ("data_share", m.data_share(Over::Recent(w)), b.data_share),
+        ("forward_ms", m.forward_ms(Over::Recent(w)), b.forward_ms),
+    ]
+    .into_iter()
+    .filter_map(|(figure, now, then)| {
+        Some((
+            vec![("figure", figure.to_string())],
+            crate::compare::baseline::ratio(now, then)?,
+        ))
+    })
+    .collect();
+    out.family(
+        "baseline_ratio",
+        "A figure of this run over the same figure of the --baseline run",
+        None,
+        rows,
     );
 }

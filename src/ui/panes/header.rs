@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::View;
+use crate::compare::baseline::change;
 use crate::source::{FILES_FOLLOWED, FileStatus};
 use crate::theme::Role;
 use crate::ui::state::ReplayUi;
@@ -130,11 +131,19 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
     if let Some(eta) = g.eta_s(window).or(g.logged_eta_s) {
         parts.push((format!("ETA {}", duration(eta)), Role::Text));
     }
+    let base = v.mon.baseline.as_ref();
+    // Against a baseline: `29.1 samples/s (baseline 29.8, -2%)`.
+    let against = |now: f64, then: Option<f64>| match then {
+        Some(t) if t != 0.0 => format!(" (baseline {}, {})", num(t), change(now / t)),
+        _ => String::new(),
+    };
     if let Some(s) = g.samples_per_s.recent(window) {
-        parts.push((format!("{} samples/s", num(s.p50)), Role::Info));
+        let vs = against(s.p50, base.and_then(|b| b.samples_per_s));
+        parts.push((format!("{} samples/s{vs}", num(s.p50)), Role::Info));
     }
     if let Some(s) = g.iters_per_s.recent(window) {
-        parts.push((format!("{} it/s", num(s.p50)), Role::Info));
+        let vs = against(s.p50, base.and_then(|b| b.iters_per_s));
+        parts.push((format!("{} it/s{vs}", num(s.p50)), Role::Info));
     }
     // Many ranks are a spread and the slowest, never a list.
     if let Some(s) = m.rank_spread(1)

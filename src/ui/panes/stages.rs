@@ -7,6 +7,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{Pane, View};
+use crate::compare::baseline::change;
 use crate::display;
 use crate::model::breakdown::Over;
 use crate::theme::Role;
@@ -33,14 +34,22 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         return;
     }
     let width = inner.width as usize;
-    let name_w = width.saturating_sub(26).max(6);
-    let mut lines = vec![Line::from(v.span(
-        format!(
-            "{:<name_w$} {:>10} {:>6} {:>7}",
-            "stage", "p50", "share", "trend"
-        ),
-        Role::Muted,
-    ))];
+    // With a baseline and room: its mean of each stage and the change, before the trend.
+    // `278 -46%`: the baseline's mean in whole ms, then the change.
+    let base = v.mon.baseline.as_ref().filter(|_| width >= 36);
+    let base_w = if base.is_some() { 11 } else { 0 };
+    // In a narrow pane the baseline takes the trend's place.
+    let trend_shown = base.is_none() || width >= 50;
+    let trend_w = if trend_shown { 8 } else { 0 };
+    let name_w = width.saturating_sub(18 + trend_w + base_w).max(6);
+    let mut head = format!("{:<name_w$} {:>10} {:>6}", "stage", "p50", "share");
+    if base.is_some() {
+        head.push_str(&format!(" {:>10}", "baseline"));
+    }
+    if trend_shown {
+        head.push_str(&format!(" {:>7}", "trend"));
+    }
+    let mut lines = vec![Line::from(v.span(head, Role::Muted))];
     for s in hottest.iter().take(inner.height.saturating_sub(1) as usize) {
         let Some(p50) = s
             .recent
@@ -63,10 +72,28 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         let indent = "  ".repeat(usize::from(s.depth));
         // Padded by cells: a CJK name takes two per character.
         let name = display::pad(&fit(&format!("{indent}{}", s.name), name_w), name_w);
-        lines.push(Line::from(vec![
-            v.span(format!("{name} {:>10} {share:>6} ", ms(p50)), Role::Text),
-            v.span(format!("{trend:>7}"), role),
-        ]));
+        let mut row = vec![v.span(format!("{name} {:>10} {share:>6} ", ms(p50)), Role::Text)];
+        if let Some(b) = base {
+            let (text, role) = match b.stage(&s.name) {
+                Some(then) if then > 0.0 => {
+                    let r = p50 / then;
+                    let role = if r >= 1.0 + TREND_SHOWN {
+                        Role::Warn
+                    } else if r <= 1.0 - TREND_SHOWN {
+                        Role::Ok
+                    } else {
+                        Role::Muted
+                    };
+                    (format!("{then:.0} {}", change(r)), role)
+                }
+                _ => ("-".into(), Role::Muted),
+            };
+            row.push(v.span(format!("{text:>10} "), role));
+        }
+        if trend_shown {
+            row.push(v.span(format!("{trend:>7}"), role));
+        }
+        lines.push(Line::from(row));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
