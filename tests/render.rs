@@ -476,4 +476,24 @@ fn a_baseline_shows_beside_the_live_figures() {
         header.contains("29.1 samples/s (baseline 29.8, -2%)"),
         "{header}"
     );
+    // The step breakdown: the baseline's slower step as a longer thin bar under this one.
+    let w12 = root.join("workers_2_to_12/workers12.log");
+    let mut m = monitor(&[w12.to_str().expect("utf-8")]);
+    m.baseline = Some(baseline("workers_2_to_12/workers2.log"));
+    let big = draw(&m, &ui, &theme, 160, 48);
+    snapshot("baseline_breakdown_160x48", &big);
+    let screen = text(&big);
+    let thin = screen
+        .lines()
+        .find(|l| l.contains(" baseline 45"))
+        .expect("the baseline's bar");
+    let cells = thin.chars().filter(|c| *c == '▁').count();
+    let live = screen
+        .lines()
+        .find(|l| l.contains('█') && l.contains('▓'))
+        .expect("the live bar")
+        .chars()
+        .filter(|c| matches!(c, '█' | '▓' | '░'))
+        .count();
+    assert!(cells > live, "{cells} thin cells against {live}:\n{screen}");
 }

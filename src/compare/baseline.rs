@@ -20,6 +20,10 @@ pub struct Baseline {
     pub forward_ms: Option<f64>,
     /// Each stage's mean over the run, by name.
     pub stages: Vec<(String, f64)>,
+    /// The step breakdown's parts over the run, in step order: role (`data`, `forward`,
+    /// `unlogged`, ...) and milliseconds; and the mean step they are parts of.
+    pub parts: Vec<(&'static str, f64)>,
+    pub mean_step_ms: Option<f64>,
 }
 
 impl Baseline {
@@ -43,6 +47,13 @@ impl Baseline {
                 .iter()
                 .map(|s| (s.name.clone(), s.mean_ms))
                 .collect(),
+            parts: r
+                .breakdown
+                .parts
+                .iter()
+                .filter_map(|p| Some((p.role, p.ms?)))
+                .collect(),
+            mean_step_ms: r.breakdown.step_ms,
         }
     }
 

@@ -81,13 +81,26 @@ pub struct Comparison {
     pub notes: Vec<String>,
 }
 
-/// Reads every run (one after another, each through report's ingest) and compares them.
+/// Reads every run, all at once (each through report's ingest, on a thread of its own), and
+/// compares them.
 pub fn compare(runs: &[RunInput], cfg: &Config) -> Result<Comparison, Error> {
-    let mut reports = Vec::new();
-    for run in runs {
-        let a = report::analyze(&run.paths, cfg)?;
-        reports.push(Report::build(&a));
-    }
+    let reports: Vec<Result<Report, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                scope.spawn(move || report::analyze(&run.paths, cfg).map(|a| Report::build(&a)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::Runtime("a run's reader stopped unexpectedly".into()))
+                })
+            })
+            .collect()
+    });
+    let reports = reports.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(build(runs, &reports))
 }
 

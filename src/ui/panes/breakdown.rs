@@ -124,9 +124,26 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         return;
     }
     let width = inner.width as usize;
-    let mut lines = vec![Line::from(bar(v, &segs, total, width))];
+    let mut rows = (inner.height as usize).saturating_sub(1);
+    let baseline = baseline_segments(v).filter(|_| rows >= 3);
+    let mut lines = Vec::new();
+    match baseline {
+        // `--baseline`: its step as a thin bar under this one, both on one scale (the longer
+        // step fills the width less its label), so a shorter bar is a faster step.
+        Some((base, base_total)) => {
+            let label = format!(" baseline {}", ms(base_total));
+            let room = width.saturating_sub(label.len()).max(2);
+            let scale = total.max(base_total);
+            let cells = |ms: f64| ((ms / scale) * room as f64).round().max(1.0) as usize;
+            lines.push(Line::from(bar(v, &segs, total, cells(total))));
+            let mut spans = bar(v, &base, base_total, cells(base_total));
+            spans.push(v.span(label, Role::Muted));
+            lines.push(Line::from(spans));
+            rows -= 1;
+        }
+        None => lines.push(Line::from(bar(v, &segs, total, width))),
+    }
     let legend = |s: &Segment| format!("{} {} {:.0}%", s.name, ms(s.ms), 100.0 * s.ms / whole);
-    let rows = (inner.height as usize).saturating_sub(1);
     if rows >= 3 || rows >= segs.len() {
         // One row per part; when they do not all fit, the costliest ones.
         let mut shown: Vec<&Segment> = segs.iter().collect();
@@ -152,6 +169,38 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         lines.push(Line::from(spans));
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The baseline's step in the live bar's parts, and its total; what its logs did not itemise
+/// is compute, as in the live bar.
+fn baseline_segments(v: &View) -> Option<(Vec<Segment>, f64)> {
+    let b = v.mon.baseline.as_ref().filter(|b| !b.parts.is_empty())?;
+    let mut base: Vec<Segment> = b
+        .parts
+        .iter()
+        .map(|(role, ms)| Segment {
+            name: (*role).to_string(),
+            ms: *ms,
+            role: match *role {
+                "data" => Role::Data,
+                "unlogged" => Role::Unlogged,
+                "forward" => Role::Forward,
+                _ => Role::ChartAlt,
+            },
+            fill: '▁',
+        })
+        .collect();
+    let logged: f64 = base.iter().map(|s| s.ms).sum();
+    if let Some(rest) = b.mean_step_ms.map(|s| s - logged).filter(|r| *r > 0.0) {
+        base.push(Segment {
+            name: "compute".into(),
+            ms: rest,
+            role: Role::Forward,
+            fill: '▁',
+        });
+    }
+    let total: f64 = base.iter().map(|s| s.ms).sum();
+    (total > 0.0).then_some((base, total))
 }
 
 /// The bar: each part as wide as its share, at least one cell when it is there at all.
