@@ -370,7 +370,14 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
     }
     let c = compare::compare(&runs, &cfg)?;
     let text = match args.format {
-        ReportFormat::Text => compare::render::text(&c),
+        ReportFormat::Text => {
+            // Colours only on a terminal, in the theme the live view would use.
+            let theme = std::io::stdout()
+                .is_terminal()
+                .then(|| theme::Theme::choose(None, std::env::var("NO_COLOR").ok().as_deref()).ok())
+                .flatten();
+            compare::render::text(&c, theme.as_ref())
+        }
         ReportFormat::Markdown => compare::render::markdown(&c),
         ReportFormat::Json => {
             let mut s =

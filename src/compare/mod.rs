@@ -201,6 +201,7 @@ fn figure_changes(base: &Value, run: &Value, label: &str, noise: f64) -> Vec<Fig
         "hardware.gpus.0.util_pct.p50",
         "hardware.gpus.0.power_w.p50",
         "hardware.gpus.0.mem_used_bytes.p50",
+        "hardware.host_mem_peak_bytes",
     ]
     .iter()
     .map(|s| (*s).to_string())

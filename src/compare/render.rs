@@ -2,9 +2,12 @@
 
 use std::fmt::Write;
 
+use ratatui::style::Color;
+
 use super::{Comparison, FigureChange};
 use crate::display;
 use crate::report::probe::words;
+use crate::theme::{Role, Theme};
 
 /// Width of the figure column and of each run's column.
 const FIGURE_W: usize = 24;
@@ -42,6 +45,7 @@ fn label(figure: &str) -> String {
         "hardware.gpus.0.util_pct.p50" => "GPU util p50 %".into(),
         "hardware.gpus.0.power_w.p50" => "GPU power p50 W".into(),
         "hardware.gpus.0.mem_used_bytes.p50" => "GPU memory p50".into(),
+        "hardware.host_mem_peak_bytes" => "host memory peak".into(),
         other => other.into(),
     }
 }
@@ -61,7 +65,7 @@ fn cell(ch: &FigureChange) -> String {
 fn number(figure: &str, v: f64) -> String {
     if figure == "data_share" || figure.ends_with("hit_rate") {
         format!("{:.1}%", v * 100.0)
-    } else if figure.ends_with("bytes.p50") {
+    } else if figure.ends_with("bytes.p50") || figure.ends_with("_bytes") {
         crate::units::gib(v as u64)
     } else if v.abs() >= 100.0 {
         format!("{v:.0}")
@@ -72,7 +76,62 @@ fn number(figure: &str, v: f64) -> String {
     }
 }
 
-pub fn text(c: &Comparison) -> String {
+/// Whether a larger value of `figure` is better (throughput, cache hits, GPU use), worse (times,
+/// the data share), or neither (memory).
+fn larger_is_better(figure: &str) -> Option<bool> {
+    match figure {
+        "samples_per_s" | "iters_per_s" | "tokens_per_s" | "cache.hit_rate" => Some(true),
+        f if f.starts_with("hardware.gpus.") && !f.contains("mem_used") => Some(true),
+        f if f.starts_with("hardware.host_mem") => None,
+        f if f.contains("mem_used") || f.contains("mem_peak") => None,
+        _ => Some(false),
+    }
+}
+
+/// The role a change is shown in: better or worse when significant, muted when noise.
+fn role_of(ch: &FigureChange) -> Role {
+    let Some(r) = ch.ratio.filter(|_| ch.significant) else {
+        return Role::Muted;
+    };
+    match larger_is_better(&ch.figure) {
+        Some(up) if (r > 1.0) == up => Role::Ok,
+        Some(_) => Role::Warn,
+        None => Role::Text,
+    }
+}
+
+/// `text` in the theme's colour for `role` (SGR sequences), or as it is without a theme.
+fn paint(text: String, role: Role, theme: Option<&Theme>) -> String {
+    let Some(fg) = theme.and_then(|t| t.style(role).fg) else {
+        return text;
+    };
+    let code = match fg {
+        Color::Rgb(r, g, b) => format!("38;2;{r};{g};{b}"),
+        Color::Indexed(n) => format!("38;5;{n}"),
+        Color::Black => "30".into(),
+        Color::Red => "31".into(),
+        Color::Green => "32".into(),
+        Color::Yellow => "33".into(),
+        Color::Blue => "34".into(),
+        Color::Magenta => "35".into(),
+        Color::Cyan => "36".into(),
+        Color::Gray => "37".into(),
+        Color::DarkGray => "90".into(),
+        Color::LightRed => "91".into(),
+        Color::LightGreen => "92".into(),
+        Color::LightYellow => "93".into(),
+        Color::LightBlue => "94".into(),
+        Color::LightMagenta => "95".into(),
+        Color::LightCyan => "96".into(),
+        Color::White => "97".into(),
+        Color::Reset => return text,
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// The text form; with a theme (stdout is a terminal), changes are coloured by its roles:
+/// better, worse, or noise.
+pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -106,13 +165,16 @@ pub fn text(c: &Comparison) -> String {
         );
         row.push_str(&display::pad(&base, RUN_W));
         for r in c.runs.iter().skip(1) {
-            let v = c
+            let ch = c
                 .changes
                 .iter()
-                .find(|ch| ch.figure == figure && ch.run == r.label)
-                .map(cell)
-                .unwrap_or_else(|| "-".into());
-            row.push_str(&display::pad(&v, RUN_W));
+                .find(|ch| ch.figure == figure && ch.run == r.label);
+            let v = display::pad(&ch.map(cell).unwrap_or_else(|| "-".into()), RUN_W);
+            // Padded first, so colours never move the columns.
+            row.push_str(&match ch {
+                Some(ch) => paint(v, role_of(ch), theme),
+                None => v,
+            });
         }
         let _ = writeln!(o, "{}", row.trim_end());
     }
@@ -214,4 +276,67 @@ fn keep_end(text: &str, width: usize) -> String {
 /// Log text in a table or a list item: its pipes and control characters cannot break it.
 fn escape(s: &str) -> String {
     display::shown(s, display::Tabs::Space).replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::RunOut;
+
+    fn run(label: &str) -> RunOut {
+        RunOut {
+            label: label.into(),
+            paths: vec![format!("{label}.log")],
+            figures: serde_json::Map::new(),
+            spread: Some(0.01),
+        }
+    }
+
+    fn change(figure: &str, to: f64, significant: bool) -> FigureChange {
+        FigureChange {
+            figure: figure.into(),
+            run: "b".into(),
+            from: 100.0,
+            to,
+            ratio: Some(to / 100.0),
+            significant,
+        }
+    }
+
+    #[test]
+    fn changes_are_coloured_better_worse_or_noise_only_with_a_theme() {
+        let c = Comparison {
+            schema_version: 1,
+            runs: vec![run("a"), run("b")],
+            changes: vec![
+                change("samples_per_s", 130.0, true),
+                change("step_time_ms.p50", 130.0, true),
+                change("data_share", 0.5, false),
+            ],
+            findings: Vec::new(),
+            notes: Vec::new(),
+        };
+        let theme = Theme::load("default").expect("theme");
+        let painted = |role: Role, v: &str| paint(display::pad(v, RUN_W), role, Some(&theme));
+        let coloured = text(&c, Some(&theme));
+        assert!(
+            coloured.contains(&painted(Role::Ok, "130 +30%")),
+            "{coloured:?}"
+        );
+        assert!(
+            coloured.contains(&painted(Role::Warn, "130 +30%")),
+            "{coloured:?}"
+        );
+        assert!(
+            coloured.contains(&painted(Role::Muted, "50.0% -100% ~")),
+            "{coloured:?}"
+        );
+        let plain = text(&c, None);
+        assert!(!plain.contains('\x1b'), "{plain:?}");
+        assert_eq!(
+            plain.lines().count(),
+            coloured.lines().count(),
+            "colour changes no line"
+        );
+    }
 }

@@ -142,6 +142,8 @@ pub struct HardwareOut {
     pub samples: u64,
     pub gpus: Vec<GpuOut>,
     pub host_cpu_pct: Option<Quantiles>,
+    /// The host's used memory at its highest, in bytes.
+    pub host_mem_peak_bytes: Option<f64>,
     pub trainer_cpu_pct: Option<Quantiles>,
     pub busiest_thread_cpu_pct: Option<Quantiles>,
     /// DataLoader workers seen per sample.
@@ -192,6 +194,7 @@ fn hardware(m: &Model) -> Option<HardwareOut> {
             })
             .collect(),
         host_cpu_pct: Quantiles::of(&h.host_cpu_pct),
+        host_mem_peak_bytes: h.host_mem_used_bytes.max(),
         trainer_cpu_pct: Quantiles::of(&h.trainer_cpu_pct),
         busiest_thread_cpu_pct: Quantiles::of(&h.busiest_thread_cpu_pct),
         workers: Quantiles::of(&h.workers),
