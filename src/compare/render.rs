@@ -50,6 +50,32 @@ fn label(figure: &str) -> String {
     }
 }
 
+/// Each figure, the baseline's value, and each other run's change (None where it has none).
+fn table(c: &Comparison) -> Vec<(String, String, Vec<Option<&FigureChange>>)> {
+    figures(c)
+        .into_iter()
+        .map(|figure| {
+            let base = c
+                .changes
+                .iter()
+                .find(|ch| ch.figure == figure)
+                .map(|ch| number(&figure, ch.from))
+                .unwrap_or_default();
+            let cells = c
+                .runs
+                .iter()
+                .skip(1)
+                .map(|r| {
+                    c.changes
+                        .iter()
+                        .find(|ch| ch.figure == figure && ch.run == r.label)
+                })
+                .collect();
+            (figure, base, cells)
+        })
+        .collect()
+}
+
 /// `3.64 -51%`, with `~` when the change is within the runs' spread.
 fn cell(ch: &FigureChange) -> String {
     let value = number(ch.figure.as_str(), ch.to);
@@ -152,23 +178,13 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
         ));
     }
     let _ = writeln!(o, "\n{}", head.trim_end());
-    for figure in figures(c) {
-        let base = c
-            .changes
-            .iter()
-            .find(|ch| ch.figure == figure)
-            .map(|ch| number(&figure, ch.from))
-            .unwrap_or_default();
+    for (figure, base, cells) in table(c) {
         let mut row = display::pad(
             &crate::ui::widgets::fit(&label(&figure), FIGURE_W - 1),
             FIGURE_W,
         );
         row.push_str(&display::pad(&base, RUN_W));
-        for r in c.runs.iter().skip(1) {
-            let ch = c
-                .changes
-                .iter()
-                .find(|ch| ch.figure == figure && ch.run == r.label);
+        for ch in cells {
             let v = display::pad(&ch.map(cell).unwrap_or_else(|| "-".into()), RUN_W);
             // Padded first, so colours never move the columns.
             row.push_str(&match ch {
@@ -215,22 +231,10 @@ pub fn markdown(c: &Comparison) -> String {
         rule.push_str("---|");
     }
     let _ = writeln!(o, "{head}\n{rule}");
-    for figure in figures(c) {
-        let base = c
-            .changes
-            .iter()
-            .find(|ch| ch.figure == figure)
-            .map(|ch| number(&figure, ch.from))
-            .unwrap_or_default();
+    for (figure, base, cells) in table(c) {
         let _ = write!(o, "| `{}` | {base} |", escape(&figure));
-        for r in c.runs.iter().skip(1) {
-            let v = c
-                .changes
-                .iter()
-                .find(|ch| ch.figure == figure && ch.run == r.label)
-                .map(cell)
-                .unwrap_or_else(|| "-".into());
-            let _ = write!(o, " {v} |");
+        for ch in cells {
+            let _ = write!(o, " {} |", ch.map(cell).unwrap_or_else(|| "-".into()));
         }
         o.push('\n');
     }
