@@ -40,13 +40,17 @@ impl SourceStats {
         self.records += records as u64;
     }
 
-    /// Counts line `line_no` as rejected for `what`: unparsed, whatever format it looked like.
-    fn reject(&mut self, line_no: u64, what: &'static str, text: &str) {
+    /// Counts line `line_no` as rejected for `what`: unparsed, whatever format it looked like;
+    /// the first one is kept with its text (cleaned, its first 200 characters).
+    pub fn reject(&mut self, line_no: u64, what: &'static str, raw: &[u8]) {
         self.lines = self.lines.max(line_no);
         self.unparsed += 1;
         self.rejected += 1;
         if self.first_rejected.is_none() {
-            self.first_rejected = Some((line_no, what, text.to_string()));
+            let mut buf = String::new();
+            let text = crate::parse::clean::clean(raw, &mut buf).trim();
+            let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
+            self.first_rejected = Some((line_no, what, text[..end].to_string()));
         }
     }
 }
@@ -175,8 +179,9 @@ impl Feed {
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
-        let info = self.parser.parse(raw, &mut out);
+        let mut info = self.parser.parse(raw, &mut out);
         let refused = self.admit(&info, &out);
+        info.rejected = refused;
         let stamp = self.deliver(line_no, raw, &info, refused, out.drain(..), arrival, sink);
         self.scratch = out;
         (info, stamp)
@@ -187,10 +192,9 @@ impl Feed {
     /// so that the monitor counts them too.
     pub fn message(&mut self, line_no: u64, raw: &[u8], arrival: Option<f64>) -> Msg {
         let mut records = Vec::new();
-        let rejected = self.stats.rejected;
         let (mut info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
-        if self.stats.rejected > rejected {
-            // Refused whole: the monitor counts it as a line nothing was read from.
+        if info.rejected.is_some() {
+            // Refused whole: no format is credited with it.
             info.format = None;
             info.glued = None;
         }
@@ -253,10 +257,7 @@ impl Feed {
     ) -> Stamp {
         let stamp = self.stamp(info, line_no, arrival);
         if let Some(what) = refused {
-            let mut buf = String::new();
-            let text = crate::parse::clean::clean(raw, &mut buf).trim();
-            let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
-            self.stats.reject(line_no, what, &text[..end]);
+            self.stats.reject(line_no, what, raw);
             records.for_each(drop);
             return stamp;
         }

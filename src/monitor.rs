@@ -61,9 +61,11 @@ impl Monitor {
                 ..
             } => {
                 self.model.line(stamp.source, stamp.line, &text, &records);
-                self.source(stamp.source)
-                    .stats
-                    .count(stamp.line, &info, records.len());
+                let stats = &mut self.source(stamp.source).stats;
+                match info.rejected {
+                    Some(what) => stats.reject(stamp.line, what, text.as_bytes()),
+                    None => stats.count(stamp.line, &info, records.len()),
+                }
                 for rec in records {
                     self.record(&stamp, rec);
                 }
@@ -88,6 +90,14 @@ impl Monitor {
             }
             Msg::Ui(_) | Msg::Replay(_) => false,
         }
+    }
+
+    /// The end of the input, whatever the mode (a report's files read, a replay finished, a
+    /// headless run stopped): open timing blocks close, and active alerts take the words of
+    /// the final state.
+    pub fn finish(&mut self) {
+        self.model.finish();
+        self.diagnosis.refresh(&self.model);
     }
 
     /// One record into the model, then the rules it concerns.
@@ -175,6 +185,34 @@ mod tests {
         m.apply(Msg::CaughtUp { source: 0 });
         m.apply(Msg::CaughtUp { source: 1 });
         assert!(m.caught_up());
+    }
+
+    #[test]
+    fn a_followed_files_rejected_lines_are_counted_as_report_counts_them() {
+        // Steps 1..30, then one that goes back to 12 with nothing to explain it, then 31.
+        let mut feed = crate::feed::Feed::new(0, "train.log", Default::default());
+        let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+        let mut text: Vec<String> = (1..=30)
+            .map(|s| format!("step {s}/100 | loss=1.0 | time=100.0ms"))
+            .collect();
+        text.push("step 12/100 | loss=1.0 | time=100.0ms".into());
+        text.push("step 31/100 | loss=1.0 | time=100.0ms".into());
+        for (i, line) in text.iter().enumerate() {
+            m.apply(feed.message(i as u64 + 1, line.as_bytes(), None));
+        }
+        let live = &m.sources[0].stats;
+        assert_eq!(live.rejected, 1);
+        assert_eq!(
+            live.first_rejected,
+            Some((
+                31,
+                "a step that goes back with no restart to explain it",
+                "step 12/100 | loss=1.0 | time=100.0ms".to_string()
+            ))
+        );
+        // The monitor's count is the feed's own, as `report` gives it.
+        assert_eq!(live, &feed.stats);
+        assert_eq!(m.model.merged.last_step, Some(31));
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub fn run(opts: Headless, mut mon: Monitor, inbox: &Receiver<Msg>) -> Result<()
         h.finish();
     }
     let reason = result?;
+    mon.finish();
     if sink.open {
         sink.emit_summary(&mon, &reason);
     }
@@ -124,9 +125,6 @@ impl Sink {
                         last_msg = Instant::now();
                     }
                     if let Some(end) = self.handle(mon, msg)? {
-                        if self.opts.replay {
-                            mon.model.finish();
-                        }
                         return Ok(end);
                     }
                 }

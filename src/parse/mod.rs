@@ -35,6 +35,9 @@ pub struct LineInfo {
     pub glued: Option<Format>,
     /// True for a line with no text at all (not counted as unparsed).
     pub blank: bool,
+    /// Set by the file's feed when the line's figures cannot be true (a step that goes back
+    /// with no restart, an overflow): why. Such a line reaches no model and counts as rejected.
+    pub rejected: Option<&'static str>,
 }
 
 /// Per-file parsing state.

@@ -56,8 +56,7 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
             .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);
     }
-    model.model.finish();
-    model.diagnosis.refresh(&model.model);
+    model.finish();
     Ok(Analysis {
         model: model.model,
         diagnosis: model.diagnosis,

@@ -183,6 +183,9 @@ impl App {
                 true
             }
             Msg::Replay(pos) => {
+                if pos.finished {
+                    self.mon.finish();
+                }
                 if let Some(r) = &mut self.ui.replay {
                     r.position = pos;
                 }
