@@ -10,8 +10,8 @@ use std::thread::JoinHandle;
 
 use crate::feed::Feed;
 use crate::msg::Msg;
+use crate::msg::unix_now;
 use crate::parse::user::UserPattern;
-use crate::probe::sampler::unix_now;
 use crate::source::{self, FollowOptions, InputSpec, TailEvent};
 
 /// Starts the source thread. It ends when `stop` is set, when the inbox is gone, or when

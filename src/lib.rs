@@ -26,6 +26,7 @@ pub mod probe;
 pub mod recording;
 pub mod replay;
 pub mod report;
+pub mod sample;
 pub mod source;
 pub mod theme;
 pub mod ui;
@@ -184,11 +185,7 @@ fn sink(
     let mut mon = monitor::Monitor::new(config.model, config.diagnose.clone());
     if let Some(run) = &out.baseline {
         let label = run_label(run);
-        mon.baseline = Some(compare::baseline::Baseline::read(
-            label,
-            &run_paths(run)?,
-            &config,
-        )?);
+        mon.baseline = Some(compare::baseline::read(label, &run_paths(run)?, &config)?);
     }
     if out.headless {
         ui::input::spawn_signals(feeding.tx, false)

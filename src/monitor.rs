@@ -5,10 +5,10 @@
 use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
 use crate::feed::SourceStats;
 use crate::model::{Model, ModelConfig, Stamp};
+use crate::msg::FileStatus;
 use crate::msg::Msg;
 use crate::parse::record::Record;
-use crate::probe::Sample;
-use crate::source::FileStatus;
+use crate::sample::Sample;
 
 /// Everything a sink shows, built only from messages: the model and its diagnosis, kept
 /// in step (every record and sample reaches both, in order).
@@ -21,7 +21,7 @@ pub struct Monitor {
     pub stopped: Option<String>,
     /// `--baseline`: a finished run's figures, shown beside the live ones; read before the
     /// monitor starts and never changed.
-    pub baseline: Option<crate::compare::baseline::Baseline>,
+    pub baseline: Option<crate::model::baseline::Baseline>,
 }
 
 /// One followed file as the header shows it.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::msg::Msg;
-use crate::probe::Sample;
+use crate::sample::Sample;
 
 /// Bumped when an entry changes meaning; a reader refuses versions it does not know.
 pub const RECORDING_VERSION: u32 = 1;
@@ -168,7 +168,7 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::{GpuReading, HostReading};
+    use crate::sample::{GpuReading, HostReading};
 
     #[test]
     fn entries_come_back_as_written() {

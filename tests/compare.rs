@@ -221,7 +221,7 @@ fn a_baseline_ratio_reaches_status_lines_and_metrics() {
     let cfg = steptop::config::Config::default_checked();
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     m.baseline = Some(
-        steptop::compare::baseline::Baseline::read("bs4".into(), &[case.join("bs4.log")], &cfg)
+        steptop::compare::baseline::read("bs4".into(), &[case.join("bs4.log")], &cfg)
             .expect("baseline"),
     );
     let bs8 = case.join("bs8.log");

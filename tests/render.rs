@@ -441,7 +441,7 @@ fn a_baseline_shows_beside_the_live_figures() {
         } else {
             vec![dir]
         };
-        steptop::compare::baseline::Baseline::read("before".into(), &paths, &cfg).expect("reads")
+        steptop::compare::baseline::read("before".into(), &paths, &cfg).expect("reads")
     };
     let theme = default_theme();
     let ui = UiState::default();

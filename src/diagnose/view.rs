@@ -9,7 +9,7 @@ use super::{Finding, Severity};
 use crate::model::breakdown::{Breakdown, Over};
 use crate::model::{LogMemory, Model};
 use crate::parse::record::HostMemRecord;
-use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
+use crate::sample::{GpuReading, HostReading, Sample, TrainerReading};
 
 /// The model as the rules see it, for one evaluation: the signals several rules read are
 /// computed once.

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use crate::compare::baseline::{change, ratio};
 use crate::diagnose::{Alert, Change, ChangeKind, Severity};
 use crate::display::{self, Tabs};
+use crate::model::baseline::{change, ratio};
 use crate::model::breakdown::Over;
 use crate::monitor::Monitor;
 use crate::units::{clock, ms, num, pct};

@@ -287,7 +287,7 @@ fn hardware(out: &mut Out, mon: &Monitor) {
     let Some(s) = mon.model.hardware.latest() else {
         return;
     };
-    let gpu = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(Labels, f64)> {
+    let gpu = |f: &dyn Fn(&crate::sample::GpuReading) -> Option<f64>| -> Vec<(Labels, f64)> {
         s.gpus
             .iter()
             .filter_map(|g| Some((vec![("gpu", g.id())], f(g)?)))
@@ -482,7 +482,7 @@ fn baseline(out: &mut Out, mon: &Monitor) {
     .filter_map(|(figure, now, then)| {
         Some((
             vec![("figure", figure.to_string())],
-            crate::compare::baseline::ratio(now, then)?,
+            crate::model::baseline::ratio(now, then)?,
         ))
     })
     .collect();

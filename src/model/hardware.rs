@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::window::RunStats;
-use crate::probe::Sample;
+use crate::sample::Sample;
 
 /// Samples kept for the diagnosis's time windows: the last ten minutes, at most this many.
 const RECENT_SAMPLES: usize = 600;
@@ -136,7 +136,7 @@ fn push(stats: &mut RunStats, v: Option<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::GpuReading;
+    use crate::sample::GpuReading;
 
     fn sample(util: u32, failed: bool) -> Sample {
         Sample {

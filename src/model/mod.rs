@@ -1,6 +1,7 @@
 //! The metrics model: every record, stamped with its time, folded into bounded state. No I/O and
 //! no clock of its own, so the same records always give the same model.
 
+pub mod baseline;
 pub mod batch;
 pub mod breakdown;
 pub mod cache;
@@ -364,7 +365,7 @@ impl Model {
     }
 
     /// Folds one hardware sample into the model; a GPU lost or back is an event.
-    pub fn apply_sample(&mut self, sample: crate::probe::Sample) {
+    pub fn apply_sample(&mut self, sample: crate::sample::Sample) {
         let time = sample.time;
         for change in self.hardware.apply(sample) {
             let (kind, text) = match change {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use nvml_wrapper::Nvml;
 
@@ -16,7 +16,7 @@ use super::gpu::{self, GpuProbe};
 use super::host::HostProbe;
 use super::process::TreeProbe;
 use super::{GpuReading, Sample, TrainerReading, trainer};
-use crate::msg::Msg;
+use crate::msg::{Msg, unix_now};
 
 /// What to read, and how often.
 #[derive(Clone, Debug)]
@@ -263,13 +263,6 @@ impl<'n> Sampler<'n> {
 /// The note for GPU processes that are not ours to see.
 const FOREIGN_PIDS: &str = "GPU processes are reported with the host's PIDs (steptop runs in \
      a container or another PID namespace): the trainer is found by its log or --pid instead";
-
-/// Unix time now, in seconds.
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
 
 /// Runs the sampler on its own thread until the inbox closes.
 pub fn spawn(opts: SamplerOptions, inbox: SyncSender<Msg>) -> std::io::Result<JoinHandle<()>> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
-use crate::msg::Msg;
+use crate::msg::{Msg, Position};
 use crate::parse::record::Record;
 use crate::parse::user::UserPattern;
 
@@ -73,29 +73,6 @@ pub enum Control {
     Speed(Speed),
     /// Read the next `JUMP_SHARE` of the input at once.
     Jump,
-}
-
-/// Where a replay is, for the live view's indicator.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Position {
-    /// Bytes of input read, of `total`.
-    pub bytes: u64,
-    pub total: u64,
-    /// The replayed time of the first message with one, and of the latest.
-    pub start: Option<f64>,
-    pub time: Option<f64>,
-    /// Everything has been sent.
-    pub finished: bool,
-}
-
-impl Position {
-    /// How far along, 0..=1.
-    pub fn share(&self) -> f64 {
-        if self.finished || self.total == 0 {
-            return if self.finished { 1.0 } else { 0.0 };
-        }
-        (self.bytes as f64 / self.total as f64).clamp(0.0, 1.0)
-    }
 }
 
 /// A replay to start.

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::display::{self, Tabs};
-use crate::probe::{GpuReading, HostReading, Sample, TrainerReading};
+use crate::sample::{GpuReading, HostReading, Sample, TrainerReading};
 use crate::units::{gib, rate};
 
 /// Version of the probe JSON; bumped when a field changes meaning or goes away.
@@ -51,7 +51,7 @@ pub fn text(s: &Sample) -> String {
 
 fn gpu(o: &mut String, g: &GpuReading) {
     let _ = write!(o, "gpu {:<4} {}", g.label(), g.name);
-    if g.mig == Some(crate::probe::Mig::Parent) {
+    if g.mig == Some(crate::sample::Mig::Parent) {
         o.push_str(
             "\n         MIG mode: power and clocks are the GPU's, shared by its MIG devices",
         );

@@ -18,6 +18,7 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::followed::{Ctx, Followed};
 use super::glob::InputSpec;
+pub use crate::msg::FileStatus;
 
 /// Read buffer: a wake-up usually brings a few lines; history comes in chunks this size.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -45,26 +46,6 @@ impl Default for FollowOptions {
             use_notify: true,
         }
     }
-}
-
-/// Where a followed file stands, shown to the user; trouble is state, not an error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileStatus {
-    /// The path does not exist yet.
-    Waiting,
-    /// Open and being read.
-    Following,
-    /// One-off notice: the file shrank, so it is read again from 0 (following goes on).
-    Truncated,
-    /// One-off notice: the file was renamed away and a new one is read from 0.
-    Rotated,
-    /// The file is gone; it will be read from 0 if it comes back.
-    Deleted,
-    /// It exists but cannot be read; the reason.
-    Unreadable(String),
-    /// It matched, but `FILES_FOLLOWED` files are followed already: it and later matches are
-    /// left out. Said by the first file left out, once.
-    NotFollowed,
 }
 
 /// Files followed at most. A glob over a directory that keeps receiving files (a log per

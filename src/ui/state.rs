@@ -5,7 +5,8 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, action_for};
 use super::panes::Pane;
-use crate::replay::pace::{Position, Speed};
+use crate::msg::Position;
+use crate::replay::pace::Speed;
 
 /// The history pane's time windows in seconds; `+` and `-` move along them. The last is the
 /// whole run.

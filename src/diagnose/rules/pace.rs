@@ -393,7 +393,7 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
             .collect();
     let rank = odd_one(&ranks, |a, b| a > b).filter(|(_, x, med)| *x >= k.get("ratio") * med);
     // Per GPU of the latest reading, the window's mean of `f`.
-    let gpus = |f: &dyn Fn(&crate::probe::GpuReading) -> Option<f64>| -> Vec<(String, f64)> {
+    let gpus = |f: &dyn Fn(&crate::sample::GpuReading) -> Option<f64>| -> Vec<(String, f64)> {
         let latest = v.latest().map_or(&[][..], |s| &s.gpus[..]);
         latest
             .iter()

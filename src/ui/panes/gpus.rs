@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{Pane, View};
-use crate::probe::GpuReading;
+use crate::sample::GpuReading;
 use crate::theme::Role;
 use crate::ui::widgets::{columns, fit, sparkline};
 
@@ -87,7 +87,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         }
         head.push(v.span(spark, Role::Chart));
         // NVML gives no utilization for a GPU in MIG mode, nor for its MIG devices.
-        let no_util = if g.mig == Some(crate::probe::Mig::Parent) {
+        let no_util = if g.mig == Some(crate::sample::Mig::Parent) {
             " MIG"
         } else {
             " -"
@@ -122,7 +122,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
 }
 
 /// The GPUs' notes, muted, one line each before wrapping.
-fn notes<'a>(v: &'a View, s: &'a crate::probe::Sample) -> impl Iterator<Item = Line<'a>> + 'a {
+fn notes<'a>(v: &'a View, s: &'a crate::sample::Sample) -> impl Iterator<Item = Line<'a>> + 'a {
     s.gpu_notes
         .iter()
         .map(move |n| Line::from(v.span(n.clone(), Role::Muted)))

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::View;
-use crate::compare::baseline::change;
+use crate::model::baseline::change;
 use crate::source::{FILES_FOLLOWED, FileStatus};
 use crate::theme::Role;
 use crate::ui::state::ReplayUi;

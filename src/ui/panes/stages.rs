@@ -7,8 +7,8 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{Pane, View};
-use crate::compare::baseline::change;
 use crate::display;
+use crate::model::baseline::change;
 use crate::model::breakdown::Over;
 use crate::theme::Role;
 use crate::ui::widgets::fit;
