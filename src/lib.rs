@@ -93,9 +93,7 @@ fn live_command(args: &LiveArgs) -> Result<(), Error> {
     let feeding = Feeding {
         tx,
         inbox,
-        control: None,
-        replay: false,
-        from: None,
+        mode: Mode::Live,
     };
     let result = sink(&args.out, args.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
@@ -123,24 +121,31 @@ fn replay_command(args: &ReplayArgs) -> Result<(), Error> {
     let feeding = Feeding {
         tx,
         inbox,
-        control: (!args.out.headless).then_some((control, args.speed)),
-        replay: true,
-        from: args.from,
+        mode: Mode::Replay {
+            control: (!args.out.headless).then_some((control, args.speed)),
+            from: args.from,
+        },
     };
     sink(&args.out, args.theme.as_deref(), config, feeding)
 }
 
-/// The inbox a sink reads, and what a replay adds.
+/// The inbox a sink reads, and where its input comes from.
 struct Feeding {
     /// For the sink's own producers (keys, signals).
     tx: SyncSender<Msg>,
     inbox: Receiver<Msg>,
-    /// A replay's controls and starting speed, for the live view's keys.
-    control: Option<(Sender<replay::pace::Control>, replay::pace::Speed)>,
-    /// A replay: time is the replayed time, and the input ends.
-    replay: bool,
-    /// A replay's `--from`.
-    from: Option<u64>,
+    mode: Mode,
+}
+
+/// Followed files, or a replay: then time is the replayed time, and the input ends.
+enum Mode {
+    Live,
+    Replay {
+        /// Its controls and starting speed, for the live view's keys (headless: none).
+        control: Option<(Sender<replay::pace::Control>, replay::pace::Speed)>,
+        /// Its `--from`.
+        from: Option<u64>,
+    },
 }
 
 /// Options that cannot work here, checked before any thread starts or the terminal changes.
@@ -169,7 +174,7 @@ fn sink(
 ) -> Result<(), Error> {
     let host = match &out.host {
         Some(h) => Some(h.clone()),
-        None if feeding.replay => None,
+        None if matches!(feeding.mode, Mode::Replay { .. }) => None,
         None => Some(host_name()),
     };
     let metrics = match out.metrics_addr {
@@ -200,8 +205,11 @@ fn sink(
                     FailOn::Crit => diagnose::Severity::Crit,
                 }),
                 until_exit: out.until_exit,
-                replay: feeding.replay,
-                from: feeding.from,
+                replay: matches!(feeding.mode, Mode::Replay { .. }),
+                from: match feeding.mode {
+                    Mode::Replay { from, .. } => from,
+                    Mode::Live => None,
+                },
                 host,
                 metrics,
             },
@@ -215,7 +223,10 @@ fn sink(
         mon,
         tx: feeding.tx,
         inbox: feeding.inbox,
-        replay: feeding.control,
+        replay: match feeding.mode {
+            Mode::Replay { control, .. } => control,
+            Mode::Live => None,
+        },
         themes: ui::theme_cycle(theme)?,
         metrics,
     })
