@@ -3,7 +3,10 @@
 //!
 //! Idle: `steptop LOG` in tmux at 160x48 (probes on), the log growing one step per second.
 //! Over `STEPTOP_BENCH_SECONDS` (default 60) after a 5 s warm-up, in 10 s windows: CPU of one
-//! core (utime + stime from /proc), bytes written to the terminal (tmux pipe-pane), RSS.
+//! core (utime + stime from /proc), bytes written to the terminal (tmux pipe-pane), RSS. htop
+//! (`htop -d 10`: a refresh a second), when installed, runs beside it in a tmux of the same
+//! size over the same windows, measured the same way: the reference a terminal monitor is
+//! held to.
 //! Start-up: with a log of `STEPTOP_BENCH_LINES` (default 1,000,000) lines, the time from
 //! exec to the first frame on the terminal, and until the whole history is read.
 //!
@@ -132,6 +135,17 @@ fn idle(bin: &str) {
     let t = Tmux::start("idle", dir.path(), &format!("{bin} train.log"), &capture);
     t.cmd(&["send-keys", "-t", "b", "Enter"]);
     let pid = t.pid();
+    let htop_capture = dir.path().join("htop.bin");
+    let htop = Command::new("htop")
+        .arg("--version")
+        .output()
+        .is_ok()
+        .then(|| Tmux::start("htop", dir.path(), "htop -d 10", &htop_capture));
+    if let Some(h) = &htop {
+        h.cmd(&["send-keys", "-t", "b", "Enter"]);
+    }
+    let htop_pid = htop.as_ref().map(Tmux::pid);
+    let (mut htop_cpu, mut htop_bytes) = (Vec::new(), Vec::new());
     let mut step = 200;
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     let mut tick = |step: &mut u64| {
@@ -145,12 +159,17 @@ fn idle(bin: &str) {
     let (mut cpu, mut bytes) = (Vec::new(), Vec::new());
     for _ in 0..seconds / 10 {
         let (c0, b0, t0) = (cpu_seconds(pid), size(&capture), Instant::now());
+        let (hc0, hb0) = (htop_pid.map(cpu_seconds), size(&htop_capture));
         for _ in 0..10 {
             tick(&mut step);
         }
         let dt = t0.elapsed().as_secs_f64();
         cpu.push(100.0 * (cpu_seconds(pid) - c0) / dt);
         bytes.push((size(&capture) - b0) as f64 / dt);
+        if let (Some(hp), Some(hc0)) = (htop_pid, hc0) {
+            htop_cpu.push(100.0 * (cpu_seconds(hp) - hc0) / dt);
+            htop_bytes.push((size(&htop_capture) - hb0) as f64 / dt);
+        }
     }
     let rss = status_kib(pid, "VmRSS:");
     let hwm = status_kib(pid, "VmHWM:");
@@ -176,6 +195,16 @@ fn idle(bin: &str) {
         rss as f64 / 1024.0,
         hwm as f64 / 1024.0,
     );
+    match htop_pid {
+        Some(_) => println!(
+            "htop beside it, same windows: CPU median {:.3}% of one core, terminal output median {:.0} B/s (steptop/htop: {:.2}x the bytes, {:.2}x the CPU)",
+            median(htop_cpu.clone()),
+            median(htop_bytes.clone()),
+            median(bytes.clone()) / median(htop_bytes.clone()).max(1.0),
+            median(cpu.clone()) / median(htop_cpu.clone()).max(1e-9),
+        ),
+        None => println!("htop is not installed: no side-by-side reference (apt-get install htop)"),
+    }
 }
 
 fn startup(bin: &str) {
