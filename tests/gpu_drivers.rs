@@ -70,6 +70,19 @@ fn indices(s: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Each reading's (NVML index, CUDA number), in the order read.
+fn cuda_numbers(s: &Value) -> Vec<(u64, u64)> {
+    s["gpus"]
+        .as_array()
+        .expect("gpus")
+        .iter()
+        .map(|g| {
+            let n = |k: &str| g[k].as_u64().unwrap_or_else(|| panic!("{k} in {g}"));
+            (n("index"), n("cuda_index"))
+        })
+        .collect()
+}
+
 #[test]
 fn a_hidden_gpu_is_a_note_and_the_others_are_read() {
     let scenario = gpus(3) + "hidden 1\n";
@@ -291,17 +304,7 @@ fn gpus_are_chosen_by_uuid_or_numbered_as_cuda_numbers_them() {
     let env = [("CUDA_VISIBLE_DEVICES", "3,GPU-5a1f3e2c")];
     let (got, _) = probe(&lib, &["--once", "--gpus", "cuda"], &scenario, &env, 1);
     let s = &got[0];
-    let seen: Vec<(u64, u64)> = s["gpus"]
-        .as_array()
-        .expect("gpus")
-        .iter()
-        .map(|g| {
-            (
-                g["index"].as_u64().unwrap(),
-                g["cuda_index"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let seen = cuda_numbers(s);
     // In CUDA's order.
     assert_eq!(seen, [(3, 0), (2, 1)]);
     let notes = s["gpu_notes"].as_array().expect("notes");
@@ -330,17 +333,7 @@ fn under_cuda_numbering_the_trainers_cuda_visible_devices_numbers_the_gpus() {
         1,
     );
     let s = &got[0];
-    let seen: Vec<(u64, u64)> = s["gpus"]
-        .as_array()
-        .expect("gpus")
-        .iter()
-        .map(|g| {
-            (
-                g["index"].as_u64().unwrap(),
-                g["cuda_index"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let seen = cuda_numbers(s);
     assert_eq!(seen, [(3, 0), (1, 1)]);
     let note = s["gpu_notes"][0].as_str().expect("note");
     let want = format!("(CUDA_VISIBLE_DEVICES=3,1 in the trainer's (pid {pid}) environment)");
