@@ -264,7 +264,7 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
             }
         }
 
-        let at = |r: &RunOut, path: &str| super::value_at(&Value::Object(r.figures.clone()), path);
+        let at = |r: &RunOut, path: &str| r.value(path);
         if let (Some(step), Some(from), Some(to)) = (
             at(base, "steps.last").filter(|s| at(run, "steps.last") == Some(*s)),
             at(base, "loss.last"),

@@ -244,17 +244,29 @@ fn figure_changes(base: &Value, run: &Value, label: &str, noise: f64) -> Vec<Fig
 /// The number at a report path: dots separate keys; `stages.NAME.x` finds the stage by name,
 /// and a number is an array index.
 pub fn value_at(v: &Value, path: &str) -> Option<f64> {
+    value_in(|key| v.get(key), path)
+}
+
+impl RunOut {
+    /// The number at a report path among the run's figures.
+    pub fn value(&self, path: &str) -> Option<f64> {
+        value_in(|key| self.figures.get(key), path)
+    }
+}
+
+/// `value_at`, with `top` giving the top-level figures.
+fn value_in<'a>(top: impl Fn(&str) -> Option<&'a Value>, path: &str) -> Option<f64> {
     if let Some(rest) = path.strip_prefix("stages.") {
         let (name, key) = rest.rsplit_once('.')?;
-        let stage = v
-            .get("stages")?
+        let stage = top("stages")?
             .as_array()?
             .iter()
             .find(|s| s.get("name").and_then(Value::as_str) == Some(name))?;
         return stage.get(key)?.as_f64();
     }
-    let mut at = v;
-    for key in path.split('.') {
+    let mut keys = path.split('.');
+    let mut at = top(keys.next()?)?;
+    for key in keys {
         at = match key.parse::<usize>() {
             Ok(i) => at.get(i)?,
             Err(_) => at.get(key)?,

@@ -69,9 +69,12 @@ impl Hardware {
         self.first_time.get_or_insert(s.time);
         let mut changes = Vec::new();
         for g in &s.gpus {
-            let stats = self.gpus.entry(g.key()).or_default();
+            // The id follows from the key: written once, when the device is first seen.
+            let stats = self.gpus.entry(g.key()).or_insert_with(|| GpuStats {
+                id: g.id(),
+                ..GpuStats::default()
+            });
             stats.name.clone_from(&g.name);
-            stats.id = g.id();
             // A lost GPU takes its MIG devices with it: one event, the GPU's.
             if g.key().1.is_none() {
                 match (&g.failed, stats.failed) {

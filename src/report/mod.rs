@@ -355,6 +355,7 @@ impl Report {
         let hottest = m.stages.hottest();
         let cache = &m.cache;
         let f = &m.facts;
+        let spread = m.rank_spread(SLOWEST_SHOWN);
         Report {
             schema_version: SCHEMA_VERSION,
             sources: a
@@ -433,8 +434,8 @@ impl Report {
                 mfu_pct: g.mfu_pct,
                 memory_mb: g.memory_mb,
             },
-            ranks: ranks_out(m),
-            rank_spread: m.rank_spread(SLOWEST_SHOWN),
+            ranks: ranks_out(m, spread.as_ref()),
+            rank_spread: spread,
             config: f.clone(),
             summary: (m.summary != SummaryRecord::default()).then(|| m.summary.clone()),
             host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
@@ -548,13 +549,12 @@ const RANKS_LISTED: usize = 256;
 /// The slowest ranks named, by number.
 const SLOWEST_SHOWN: usize = 8;
 
-/// Every rank, or past `RANKS_LISTED` the slowest ones, in rank order.
-fn ranks_out(m: &Model) -> Vec<RankOut> {
+/// Every rank, or past `RANKS_LISTED` the slowest ones of `spread`, in rank order.
+fn ranks_out(m: &Model, spread: Option<&RankSpread>) -> Vec<RankOut> {
     if m.ranks.len() <= RANKS_LISTED {
         return m.ranks.iter().map(|(rank, r)| rank_out(*rank, r)).collect();
     }
-    let mut slow: Vec<u32> = m
-        .rank_spread(SLOWEST_SHOWN)
+    let mut slow: Vec<u32> = spread
         .map(|s| s.slowest.iter().map(|r| r.rank).collect())
         .unwrap_or_default();
     slow.sort_unstable();

@@ -242,10 +242,7 @@ fn unopened_why(index: u32, e: &NvmlError) -> String {
             "GPU {index} is hidden from this process (NVML: {e}): a container or Slurm's \
              device cgroup gives it to another job"
         ),
-        NvmlError::GpuLost => format!(
-            "GPU {index} has fallen off the bus (NVML: GPU is lost): check `nvidia-smi` and \
-             the kernel log"
-        ),
+        NvmlError::GpuLost => lost(index),
         e => format!("GPU {index} cannot be opened (NVML: {e})"),
     }
 }
