@@ -192,8 +192,14 @@ fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
     });
     f = match util {
         Some(u) => f.why(|| format!("GPU utilization {u:.0}%")),
-        None if v.latest().is_some_and(|s| !s.gpus.is_empty()) => {
+        None if v
+            .latest()
+            .is_some_and(|s| s.gpus.iter().any(|g| g.mig.is_some())) =>
+        {
             f.why(|| "NVML gives no GPU utilization here (MIG mode): judged from the log alone")
+        }
+        None if v.latest().is_some_and(|s| !s.gpus.is_empty()) => {
+            f.why(|| "NVML gives no GPU utilization here: judged from the log alone")
         }
         None => f.why(|| "no GPU readings: judged from the log alone"),
     };
