@@ -9,8 +9,8 @@ use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 
 use crate::feed::Feed;
-use crate::msg::Msg;
-use crate::msg::unix_now;
+use crate::ingest::Ingest;
+use crate::msg::{Backlog, Msg, unix_now};
 use crate::parse::user::UserPattern;
 use crate::source::{self, FollowOptions, InputSpec, TailEvent};
 
@@ -28,9 +28,23 @@ pub fn spawn(
         .spawn(move || {
             let mut feeds: Vec<Feed> = Vec::new();
             // History read at the start arrived all at once: its arrival time says nothing,
-            // so it is timed like a whole file (the log's timestamps, else its step times).
+            // so it is timed like a whole file (the log's timestamps, else its step times),
+            // and it is parsed in bulk, as a report reads a file.
             let mut live: Vec<bool> = Vec::new();
+            let mut history = History::default();
             let result = source::follow(&inputs, &opts, &stop, &mut |event| {
+                if let TailEvent::Record {
+                    file,
+                    line_no,
+                    bytes,
+                } = event
+                    && live.get(file).is_some_and(|l| !*l)
+                    && let Some(feed) = feeds.get_mut(file)
+                {
+                    return history.push(file, feed, line_no, bytes, &inbox);
+                }
+                // Whatever else comes is sent after the history read before it.
+                history.flush(&mut feeds, &inbox)?;
                 let msg = match event {
                     TailEvent::Opened { file, path } => {
                         let path = path.display().to_string();
@@ -63,8 +77,7 @@ pub fn spawn(
                         let Some(feed) = feeds.get_mut(file) else {
                             return ControlFlow::Continue(());
                         };
-                        let arrival = live.get(file).is_some_and(|l| *l).then(unix_now);
-                        feed.message(line_no, bytes, arrival)
+                        feed.message(line_no, bytes, Some(unix_now()))
                     }
                 };
                 match inbox.send(msg) {
@@ -77,4 +90,69 @@ pub fn spawn(
                 let _ = inbox.send(Msg::SourceStopped { reason });
             }
         })
+}
+
+/// The history being read: one file's lines at a time through the bulk reader, sent in
+/// blocks within the inbox's bulk allowance.
+#[derive(Default)]
+struct History {
+    ingest: Option<Ingest>,
+    /// The file whose lines are in the reader.
+    file: Option<usize>,
+    backlog: Backlog,
+}
+
+impl History {
+    fn push(
+        &mut self,
+        file: usize,
+        feed: &mut Feed,
+        line_no: u64,
+        raw: &[u8],
+        inbox: &SyncSender<Msg>,
+    ) -> ControlFlow<()> {
+        debug_assert!(self.file.is_none_or(|f| f == file), "flush between files");
+        self.file = Some(file);
+        let ingest = self
+            .ingest
+            .get_or_insert_with(|| Ingest::new(feed.parser()));
+        let mut gone = false;
+        let backlog = &self.backlog;
+        let sent = ingest.push(feed, line_no, raw, &mut |lines| {
+            gone |= !backlog.send(inbox, lines);
+        });
+        settle(sent, gone, inbox)
+    }
+
+    /// Sends what the reader holds of the file being read.
+    fn flush(&mut self, feeds: &mut [Feed], inbox: &SyncSender<Msg>) -> ControlFlow<()> {
+        let (Some(file), Some(ingest)) = (self.file.take(), &mut self.ingest) else {
+            return ControlFlow::Continue(());
+        };
+        let Some(feed) = feeds.get_mut(file) else {
+            return ControlFlow::Continue(());
+        };
+        let mut gone = false;
+        let backlog = &self.backlog;
+        let sent = ingest.flush(feed, &mut |lines| {
+            gone |= !backlog.send(inbox, lines);
+        });
+        settle(sent, gone, inbox)
+    }
+}
+
+/// Stops following when the inbox is gone or the reader failed (a parser thread stopped:
+/// the lines it held are lost, so following on would show a wrong history).
+fn settle(sent: std::io::Result<()>, gone: bool, inbox: &SyncSender<Msg>) -> ControlFlow<()> {
+    if let Err(e) = sent {
+        let _ = inbox.send(Msg::SourceStopped {
+            reason: format!("reading the history: {e}"),
+        });
+        return ControlFlow::Break(());
+    }
+    if gone {
+        ControlFlow::Break(())
+    } else {
+        ControlFlow::Continue(())
+    }
 }

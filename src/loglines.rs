@@ -39,21 +39,27 @@ pub struct LogLines {
     pub lines: VecDeque<LogLine>,
 }
 
-impl LogLines {
-    pub fn push(&mut self, source: usize, line: u64, raw: &str, records: &[Record]) {
-        let mut buf = String::new();
-        let text = clean(raw.as_bytes(), &mut buf);
-        let text = text.trim_end();
-        if text.is_empty() {
-            return;
-        }
-        let kind = if records.iter().any(|r| matches!(r, Record::Event { .. })) {
+impl LineKind {
+    /// What a line that gave `records` is.
+    pub fn of(records: &[Record]) -> LineKind {
+        if records.iter().any(|r| matches!(r, Record::Event { .. })) {
             LineKind::Event
         } else if records.is_empty() {
             LineKind::Plain
         } else {
             LineKind::Parsed
-        };
+        }
+    }
+}
+
+impl LogLines {
+    /// Keeps line `line` of `source` (its bytes as read) unless nothing of it can be shown.
+    pub fn push(&mut self, source: usize, line: u64, raw: &[u8], kind: LineKind) {
+        let mut buf = String::new();
+        let text = clean(raw, &mut buf).trim_end();
+        if text.is_empty() {
+            return;
+        }
         let text: String = text.chars().take(CHARS).collect();
         if self.lines.len() == KEPT {
             self.lines.pop_front();
@@ -64,6 +70,27 @@ impl LogLines {
             kind,
             text,
         });
+    }
+
+    /// Of lines about to be pushed in order (`raws`), the index of the first one that will
+    /// still be kept after the last: pushing only from there leaves the same lines.
+    pub fn kept_from<'a>(
+        raws: impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator,
+    ) -> usize {
+        let mut buf = String::new();
+        let mut kept = 0;
+        let mut from = raws.len();
+        for raw in raws.rev() {
+            if kept == KEPT {
+                break;
+            }
+            from -= 1;
+            buf.clear();
+            if !clean(raw, &mut buf).trim_end().is_empty() {
+                kept += 1;
+            }
+        }
+        from
     }
 
     /// The last `n` lines, oldest first.
@@ -82,7 +109,7 @@ mod tests {
         let mut l = LogLines::default();
         let nasty =
             "loss 1.0 \x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\x1b[2J\x1b[H\u{9b}31m\r\x08ok\t2";
-        l.push(0, 1, nasty, &[]);
+        l.push(0, 1, nasty.as_bytes(), LineKind::Plain);
         let t = &l.lines[0].text;
         assert!(!t.chars().any(|c| c.is_control() && c != '\t'), "{t:?}");
         assert_eq!(t, "loss 1.0 31mok\t2");
@@ -95,11 +122,16 @@ mod tests {
             kind: EventKind::Traceback,
             text: String::new(),
         };
-        l.push(0, 1, "Traceback (most recent call last):", &[ev]);
-        l.push(0, 2, "   ", &[]);
+        l.push(
+            0,
+            1,
+            b"Traceback (most recent call last):",
+            LineKind::of(&[ev]),
+        );
+        l.push(0, 2, b"   ", LineKind::Plain);
         assert_eq!((l.lines.len(), l.lines[0].kind), (1, LineKind::Event));
         for i in 0..(KEPT as u64 + 10) {
-            l.push(1, i, &"x".repeat(1000), &[]);
+            l.push(1, i, "x".repeat(1000).as_bytes(), LineKind::Plain);
         }
         assert_eq!(l.lines.len(), KEPT);
         assert_eq!(l.lines[0].line, 10);
@@ -108,5 +140,32 @@ mod tests {
             l.last(2).map(|x| x.line).collect::<Vec<_>>(),
             [KEPT as u64 + 8, KEPT as u64 + 9]
         );
+    }
+
+    #[test]
+    fn pushing_only_the_kept_tail_leaves_the_same_lines() {
+        let mut raws: Vec<Vec<u8>> = Vec::new();
+        for i in 0..(4 * KEPT) {
+            // Blank and escape-only lines are never kept, so they do not count.
+            raws.push(match i % 3 {
+                0 => b"   ".to_vec(),
+                1 => b"\x1b[2K".to_vec(),
+                _ => format!("step {i}").into_bytes(),
+            });
+        }
+        let mut all = LogLines::default();
+        all.push(9, 0, b"an older line", LineKind::Plain);
+        let mut tail = all.clone();
+        for (i, r) in raws.iter().enumerate() {
+            all.push(0, i as u64, r, LineKind::Plain);
+        }
+        let from = LogLines::kept_from(raws.iter().map(Vec::as_slice));
+        assert!(from > 0 && from < raws.len());
+        for (i, r) in raws.iter().enumerate().skip(from) {
+            tail.push(0, i as u64, r, LineKind::Plain);
+        }
+        assert_eq!(all.lines, tail.lines);
+        // Fewer lines than are kept: all of them.
+        assert_eq!(LogLines::kept_from(raws[..10].iter().map(Vec::as_slice)), 0);
     }
 }

@@ -4,9 +4,10 @@
 
 use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
 use crate::feed::SourceStats;
+use crate::loglines::{LineKind, LogLines};
 use crate::model::{Model, ModelConfig, Stamp};
-use crate::msg::FileStatus;
-use crate::msg::Msg;
+use crate::msg::{FileStatus, LineHead, Lines, Msg};
+use crate::parse::LineInfo;
 use crate::parse::record::Record;
 use crate::sample::Sample;
 
@@ -60,16 +61,19 @@ impl Monitor {
                 text,
                 ..
             } => {
-                self.model.line(stamp.source, stamp.line, &text, &records);
-                let stats = &mut self.source(stamp.source).stats;
-                match info.rejected {
-                    Some(what) => stats.reject(stamp.line, what, text.as_bytes()),
-                    None => stats.count(stamp.line, &info, records.len()),
-                }
-                for rec in records {
-                    self.record(&stamp, rec);
-                }
+                let kind = LineKind::of(&records);
+                self.line(
+                    &stamp,
+                    &info,
+                    records.into_iter(),
+                    text.as_bytes(),
+                    Some(kind),
+                );
                 // The log pane shows every line.
+                true
+            }
+            Msg::Lines(lines) => {
+                self.lines(*lines, &mut |_, _| {});
                 true
             }
             Msg::Status { source, status } => {
@@ -89,6 +93,50 @@ impl Monitor {
                 true
             }
             Msg::Ui(_) | Msg::Replay(_) => false,
+        }
+    }
+
+    /// Lines read in bulk, in order, each as its own `Msg::Line` would be applied; `after_each`
+    /// sees the monitor after each line (headless prints the changes a line caused). Only the
+    /// lines the log pane will still hold after the last are given to it.
+    pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
+        let logged_from = LogLines::kept_from(lines.heads.iter().map(|h| lines.text_of(h)));
+        let mut records = lines.records.into_iter();
+        for (i, head) in lines.heads.iter().enumerate() {
+            let n = head.records as usize;
+            let kind = (i >= logged_from).then(|| LineKind::of(&records.as_slice()[..n]));
+            let text = &lines.text[head.start..head.end];
+            self.line(
+                &head.stamp,
+                &head.info,
+                records.by_ref().take(n),
+                text,
+                kind,
+            );
+            after_each(self, head);
+        }
+    }
+
+    /// One line: counted for its file, shown in the log pane when `logged` (with its kind),
+    /// its records into the model and the rules.
+    fn line(
+        &mut self,
+        stamp: &Stamp,
+        info: &LineInfo,
+        records: impl ExactSizeIterator<Item = Record>,
+        text: &[u8],
+        logged: Option<LineKind>,
+    ) {
+        if let Some(kind) = logged {
+            self.model.line(stamp.source, stamp.line, text, kind);
+        }
+        let stats = &mut self.source(stamp.source).stats;
+        match info.rejected {
+            Some(what) => stats.reject(stamp.line, what, text),
+            None => stats.count(stamp.line, info, records.len()),
+        }
+        for rec in records {
+            self.record(stamp, rec);
         }
     }
 

@@ -90,6 +90,21 @@ impl Recorder {
                     text: text.clone(),
                 })
             }
+            Msg::Lines(lines) => {
+                for head in &lines.heads {
+                    let file = self
+                        .files
+                        .get(head.stamp.source)
+                        .cloned()
+                        .unwrap_or_default();
+                    self.write(&Entry::Line {
+                        t: None,
+                        file,
+                        text: String::from_utf8_lossy(lines.text_of(head)).into_owned(),
+                    })?;
+                }
+                Ok(())
+            }
             Msg::Sample(sample) => self.write(&Entry::Sample {
                 sample: sample.clone(),
             }),

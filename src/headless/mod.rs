@@ -16,6 +16,7 @@ use crate::cli::LineFormat;
 use crate::diagnose::{ChangeKind, Severity};
 use crate::error::Error;
 use crate::metrics::Publisher;
+use crate::model::Stamp;
 use crate::monitor::Monitor;
 use crate::msg::Msg;
 use crate::msg::unix_now;
@@ -121,7 +122,7 @@ impl Sink {
             match inbox.recv_timeout(wait) {
                 Ok(msg) => {
                     // Quiet means no log line: the sampler's readings come every second.
-                    if matches!(msg, Msg::Line { .. }) {
+                    if matches!(msg, Msg::Line { .. } | Msg::Lines(_)) {
                         last_msg = Instant::now();
                     }
                     if let Some(end) = self.handle(mon, msg)? {
@@ -164,6 +165,17 @@ impl Sink {
             Msg::Replay(pos) if pos.finished => return Ok(Some("input finished".into())),
             Msg::Replay(_) => return Ok(None),
             Msg::SourceStopped { reason } => return Err(Error::Runtime(reason)),
+            Msg::Lines(lines) => {
+                // Each line's changes are printed with its own origin and replayed time.
+                mon.lines(*lines, &mut |mon, head| {
+                    let origin = self.line_origin(mon, &head.stamp);
+                    self.after(mon, Some(head.stamp.time), &origin);
+                });
+                if let Some(m) = &mut self.opts.metrics {
+                    m.changed();
+                }
+                return Ok(None);
+            }
             _ => {}
         }
         let origin = self.origin(mon, &msg);
@@ -173,14 +185,20 @@ impl Sink {
         {
             m.changed();
         }
+        self.after(mon, time, &origin);
+        Ok(None)
+    }
+
+    /// What follows a message (or one of a bulk's lines) at replayed time `time`: a status
+    /// line when one is due, and the changes it caused.
+    fn after(&mut self, mon: &Monitor, time: Option<f64>, origin: &Origin) {
         if self.opts.replay
             && let Some(t) = time
         {
             self.now = self.now.max(t);
             self.replayed_status(mon);
         }
-        self.changes(mon, &origin);
-        Ok(None)
+        self.changes(mon, origin);
     }
 
     /// Prints the changes the last message caused, runs their hooks, notes `--fail-on`.
@@ -226,16 +244,23 @@ impl Sink {
 
     /// The file and line of a log message, or none for a sample.
     fn origin(&self, mon: &Monitor, msg: &Msg) -> Origin {
-        let mut o = Origin {
-            host: self.opts.host.clone(),
-            ..Origin::default()
-        };
-        if let Msg::Line { stamp, .. } = msg {
-            o.file = mon.sources.get(stamp.source).map(|s| s.path.clone());
-            o.line = Some(stamp.line);
-            o.rank = Some(stamp.rank);
+        match msg {
+            Msg::Line { stamp, .. } => self.line_origin(mon, stamp),
+            _ => Origin {
+                host: self.opts.host.clone(),
+                ..Origin::default()
+            },
         }
-        o
+    }
+
+    /// The file, line and rank of the line stamped `stamp`.
+    fn line_origin(&self, mon: &Monitor, stamp: &Stamp) -> Origin {
+        Origin {
+            host: self.opts.host.clone(),
+            file: mon.sources.get(stamp.source).map(|s| s.path.clone()),
+            line: Some(stamp.line),
+            rank: Some(stamp.rank),
+        }
     }
 
     fn wall_status(&mut self, mon: &Monitor) {

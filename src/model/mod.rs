@@ -15,7 +15,7 @@ pub mod window;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::loglines::LogLines;
+use crate::loglines::{LineKind, LogLines};
 use crate::parse::record::{
     ConfigFact, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
 };
@@ -430,8 +430,8 @@ impl Model {
 
     /// A log line as delivered (live or from a recording), with the records it gave, kept
     /// among the last ones.
-    pub fn line(&mut self, source: usize, line: u64, text: &str, records: &[Record]) {
-        self.log.push(source, line, text, records);
+    pub fn line(&mut self, source: usize, line: u64, raw: &[u8], kind: LineKind) {
+        self.log.push(source, line, raw, kind);
     }
 
     /// Call at the end of input: closes the timing blocks that had no total line.

@@ -15,8 +15,8 @@ use crate::parse::user::UserPattern;
 use crate::recording::{self, Entry};
 
 /// Calls `each` with every message of the files, in the order given, and the bytes of input
-/// read so far: an `Opened` per file, then its lines (a plain log's with no arrival time, a
-/// recording's with its recorded one) and a recording's samples, then `CaughtUp`. Files are
+/// read so far: an `Opened` per file, then its lines (a plain log's in bulk, as `Lines`; a
+/// recording's one by one, with their recorded arrival) and a recording's samples, then `CaughtUp`. Files are
 /// numbered from `first_source`. Returns the files' feeds, with their counts.
 pub fn messages(
     paths: &[&Path],
@@ -66,11 +66,11 @@ pub fn messages(
         } else {
             let i = open(&mut feeds, &path.display().to_string(), written, each, done);
             let feed = &mut feeds[i];
-            // The line and its end: a position in bytes, near enough for a progress figure.
+            // The lines and their ends: a position in bytes, near enough for a progress figure.
             let mut bytes = done;
-            crate::source::read_records(path, &mut |line_no, raw| {
-                bytes += raw.len() as u64 + 1;
-                each(feed.message(line_no, raw, None), bytes);
+            crate::ingest::read_file(path, feed, &mut |lines| {
+                bytes += lines.bytes;
+                each(Msg::Lines(Box::new(lines)), bytes);
             })
             .map_err(|e| Error::Runtime(format!("cannot read {}: {e}", path.display())))?;
         }

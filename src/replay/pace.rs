@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
-use crate::msg::{Msg, Position};
+use crate::msg::{Backlog, Msg, Position};
 use crate::parse::record::Record;
 use crate::parse::user::UserPattern;
 
@@ -108,11 +108,33 @@ pub fn spawn(
                 .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
                 .sum();
             let mut pacer = Pacer::new(replay.speed, replay.from, total, control);
+            let backlog = Backlog::default();
             let paths: Vec<&std::path::Path> = replay.paths.iter().map(PathBuf::as_path).collect();
             let result = super::messages(&paths, &replay.patterns, 0, &mut |msg, bytes| {
-                pacer.wait(&msg, bytes, &inbox);
-                let _ = inbox.send(msg);
-                pacer.report(&inbox, false);
+                match msg {
+                    // Lines read in bulk go in bulk at full speed; at a pace, one by one.
+                    Msg::Lines(lines) if !pacer.at_full_speed() => {
+                        let mut at = bytes - lines.bytes;
+                        for (line, len) in lines.into_messages() {
+                            at += len;
+                            pacer.wait(&line, at, &inbox);
+                            let _ = inbox.send(line);
+                            pacer.report(&inbox, false);
+                        }
+                    }
+                    msg => {
+                        pacer.wait(&msg, bytes, &inbox);
+                        match msg {
+                            Msg::Lines(lines) => {
+                                backlog.send(&inbox, *lines);
+                            }
+                            msg => {
+                                let _ = inbox.send(msg);
+                            }
+                        }
+                        pacer.report(&inbox, false);
+                    }
+                }
             });
             let _ = match result {
                 Ok(_) => {
@@ -159,6 +181,11 @@ impl Pacer {
         }
     }
 
+    /// Whether messages go as fast as they are read, whatever their times.
+    fn at_full_speed(&self) -> bool {
+        self.speed == Speed::Max
+    }
+
     /// Waits until `msg` is due, taking controls meanwhile.
     fn wait(&mut self, msg: &Msg, bytes: u64, inbox: &SyncSender<Msg>) {
         self.position.bytes = bytes;
@@ -179,7 +206,9 @@ impl Pacer {
         }
         let Some(t) = time_of(msg) else { return };
         let last = self.position.time.unwrap_or(t);
-        self.position.start.get_or_insert(t);
+        self.position
+            .start
+            .get_or_insert(first_time_of(msg).unwrap_or(t));
         self.position.time = Some(t.max(last));
         let x = match self.speed {
             Speed::Times(x) if self.from.is_none() && bytes >= self.skip_to => x,
@@ -253,22 +282,34 @@ fn seconds(v: f64) -> Duration {
     Duration::try_from_secs_f64(v.max(0.0)).map_or(MAX_GAP, |d| d.min(MAX_GAP * 1000))
 }
 
-/// A message's replayed time: a recorded arrival, else the time the log gave it.
+/// A message's replayed time (of its last line, for lines in bulk): a recorded arrival, else
+/// the time the log gave it.
 pub fn time_of(msg: &Msg) -> Option<f64> {
     match msg {
         Msg::Line { stamp, arrival, .. } => Some(arrival.unwrap_or(stamp.time)),
+        Msg::Lines(lines) => lines.heads.last().map(|h| h.stamp.time),
         Msg::Sample(s) => Some(s.time),
         _ => None,
     }
 }
 
-/// The step a line logged, if it logged one.
-fn step_of(msg: &Msg) -> Option<u64> {
+/// The replayed time of a message's first line.
+fn first_time_of(msg: &Msg) -> Option<f64> {
     match msg {
-        Msg::Line { records, .. } => records.iter().find_map(|r| match r {
-            Record::Step(s) => s.step,
-            _ => None,
-        }),
+        Msg::Lines(lines) => lines.heads.first().map(|h| h.stamp.time),
+        _ => time_of(msg),
+    }
+}
+
+/// The last step a message's lines logged, if they logged one.
+fn step_of(msg: &Msg) -> Option<u64> {
+    let step = |r: &Record| match r {
+        Record::Step(s) => s.step,
+        _ => None,
+    };
+    match msg {
+        Msg::Line { records, .. } => records.iter().find_map(step),
+        Msg::Lines(lines) => lines.records.iter().rev().find_map(step),
         _ => None,
     }
 }

@@ -52,8 +52,10 @@ pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
             cfg.patterns.clone(),
         );
         feed.set_year_reference(crate::source::file::modified(path));
-        ingest::read_file(path, &mut feed, &mut |stamp, rec| model.record(stamp, rec))
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        ingest::read_file(path, &mut feed, &mut |lines| {
+            model.lines(lines, &mut |_, _| {})
+        })
+        .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);
     }
     model.finish();
