@@ -202,8 +202,10 @@ impl Diagnosis {
     /// numbers; those no longer kept are skipped.
     pub fn changes_since(&self, from: u64) -> impl Iterator<Item = (u64, &Change)> {
         let first = self.changes_made - self.changes.len() as u64;
-        let skip = from.saturating_sub(first) as usize;
-        (first..).zip(self.changes.iter()).skip(skip)
+        // A range, not a skip: headless asks after every line, and skipping through the
+        // kept changes one by one cost more than the line.
+        let skip = (from.saturating_sub(first) as usize).min(self.changes.len());
+        (first + skip as u64..).zip(self.changes.range(skip..))
     }
 
     /// Alerts ever raised.

@@ -95,6 +95,15 @@ impl<'a> View<'a> {
 
     /// Marks rule `id` active or not, as the engine decides during an evaluation.
     pub fn set_active(&mut self, id: &'static str, active: bool) {
+        // Most calls change nothing: an active rule already last, an inactive one absent.
+        let unchanged = if active {
+            self.active.last() == Some(&id)
+        } else {
+            !self.active.contains(&id)
+        };
+        if unchanged {
+            return;
+        }
         self.active.retain(|a| *a != id);
         if active {
             self.active.push(id);

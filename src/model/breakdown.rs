@@ -83,32 +83,35 @@ impl Model {
             _ => data_mean,
         };
         let forward_ms = self.forward_ms(span);
-        let pieces = self
-            .stages
-            .by_name
-            .iter()
-            .filter(|s| s.leaf)
-            .filter_map(|s| {
-                Some(Piece {
-                    name: &s.name,
-                    ms: s.mean(span)?,
-                    role: if s.copies { Role::Copy } else { Role::Stage },
-                })
-            })
-            .collect();
-        let parts: Vec<Piece> = self
-            .stages
-            .parts
-            .iter()
-            .filter(|p| p.role != Role::Data)
-            .filter_map(|p| {
-                Some(Piece {
-                    name: &p.name,
-                    ms: p.mean(span)?,
-                    role: p.role,
-                })
-            })
-            .collect();
+        // Sized up front: the rules build a breakdown every step.
+        let mut pieces = Vec::with_capacity(self.stages.by_name.len());
+        pieces.extend(
+            self.stages
+                .by_name
+                .iter()
+                .filter(|s| s.leaf)
+                .filter_map(|s| {
+                    Some(Piece {
+                        name: &s.name,
+                        ms: s.mean(span)?,
+                        role: if s.copies { Role::Copy } else { Role::Stage },
+                    })
+                }),
+        );
+        let mut parts = Vec::with_capacity(self.stages.parts.len());
+        parts.extend(
+            self.stages
+                .parts
+                .iter()
+                .filter(|p| p.role != Role::Data)
+                .filter_map(|p| {
+                    Some(Piece {
+                        name: &p.name,
+                        ms: p.mean(span)?,
+                        role: p.role,
+                    })
+                }),
+        );
         let matched = span.mean(&self.stages.unlogged_ms, &self.stages.recent_unlogged);
         let other = span
             .mean(&self.stages.other_ms, &self.stages.recent_other)

@@ -2,14 +2,29 @@
 //! statistics in a fixed-size log histogram, and a decimated time series for charts. None of them
 //! grows with the length of the run.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// The last `cap` timestamped values, exactly: recent p50/p95/mean over the last N values or
 /// the last T seconds.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Rolling {
     values: VecDeque<(f64, f64)>,
     cap: usize,
+    /// The last `mean_last` asked for, until the next value: the rules ask each stage's recent
+    /// mean several times per step, and most stages' windows do not move every step.
+    memo: Cell<Option<(usize, f64)>>,
+}
+
+/// The values alone: the memo is no part of what the window holds (drawing a frame fills it,
+/// and a frame changes nothing).
+impl std::fmt::Debug for Rolling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rolling")
+            .field("values", &self.values)
+            .field("cap", &self.cap)
+            .finish()
+    }
 }
 
 /// p50, p95 and mean of a window.
@@ -27,6 +42,7 @@ impl Rolling {
         Rolling {
             values: VecDeque::with_capacity(cap.clamp(1, 1024)),
             cap: cap.max(1),
+            memo: Cell::new(None),
         }
     }
 
@@ -38,6 +54,7 @@ impl Rolling {
             self.values.pop_front();
         }
         self.values.push_back((t, v));
+        self.memo.set(None);
     }
 
     pub fn len(&self) -> usize {
@@ -67,7 +84,17 @@ impl Rolling {
     /// is wanted).
     pub fn mean_last(&self, n: usize) -> Option<f64> {
         let k = n.min(self.values.len());
-        (k > 0).then(|| self.sum_last(k) / k as f64)
+        if k == 0 {
+            return None;
+        }
+        if let Some((m, mean)) = self.memo.get()
+            && m == k
+        {
+            return Some(mean);
+        }
+        let mean = self.sum_last(k) / k as f64;
+        self.memo.set(Some((k, mean)));
+        Some(mean)
     }
 
     /// Mean of the last `n` values leaving out the largest: one outlier (an eval step, a
@@ -374,6 +401,12 @@ mod tests {
         assert_eq!((s.mean, s.p50, s.p95, s.n), (3.0, 3.0, 4.0, 3));
         assert_eq!(r.since(35.0).map(|s| s.n), Some(1));
         assert_eq!(r.last_n(2).map(|s| s.mean), Some(3.5));
+        // The remembered mean goes with the next value, and another n is computed afresh.
+        assert_eq!(r.mean_last(2), Some(3.5));
+        assert_eq!(r.mean_last(3), Some(3.0));
+        r.push(50.0, 8.0);
+        assert_eq!(r.mean_last(3), Some(5.0));
+        assert_eq!(r.mean_last(2), Some(6.0));
     }
 
     #[test]

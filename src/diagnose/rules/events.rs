@@ -263,7 +263,8 @@ fn config_mismatch(v: &View, _k: &Knobs) -> Option<Finding> {
     if let Some((_, running, pid)) = workers {
         f = f.why(|| format!("the trainer (pid {pid}) has {running} child processes"));
     }
-    for (key, was, now) in changed {
+    // The words alone need the list: a check skips it.
+    for (key, was, now) in changed.iter().filter(|_| v.describe) {
         f = f.why(|| {
             format!(
                 "{key} is logged as {was}, later as {now}: the later value is the one in effect"

@@ -51,15 +51,19 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     // A spike stands alone: a run of slow steps is a slower phase (throughput_drift's), not
     // outliers. The newest step has no next one yet, so it is judged by the one before.
     let slow = |i: usize| marks.get(i).is_some_and(|m| m.ms > limit);
-    let spikes: Vec<_> = (0..marks.len())
-        .filter(|&i| slow(i) && !slow(i + 1) && !(i > 0 && slow(i - 1)))
-        .map(|i| &marks[i])
-        .collect();
-    let total: f64 = marks.iter().map(|m| m.ms).sum();
-    let extra: f64 = spikes.iter().map(|m| m.ms - med).sum();
+    let spike = |i: usize| slow(i) && !slow(i + 1) && !(i > 0 && slow(i - 1));
+    // Evaluated every step: one pass that allocates nothing; the spikes themselves are
+    // listed only for the words.
+    let (mut total, mut extra, mut n, mut at_boundary) = (0.0, 0.0, 0, 0);
+    for (i, m) in marks.iter().enumerate() {
+        total += m.ms;
+        if m.ms > limit && spike(i) {
+            extra += m.ms - med;
+            n += 1;
+            at_boundary += usize::from(m.after.is_some());
+        }
+    }
     let share = extra / total.max(1e-9);
-    let n = spikes.len();
-    let at_boundary = spikes.iter().filter(|m| m.after.is_some()).count();
     // Spikes that are all eval or checkpoint pauses are eval_overhead's to name.
     if n > 0 && at_boundary == n && v.is_active("eval_overhead") {
         return None;
@@ -71,6 +75,10 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     } else {
         return None;
     };
+    let spikes: Vec<_> = (0..marks.len())
+        .filter(|&i| v.describe && spike(i))
+        .map(|i| &marks[i])
+        .collect();
     let steps: Vec<u64> = spikes.iter().filter_map(|m| m.step).collect();
     let gaps: Vec<u64> = steps
         .windows(2)
