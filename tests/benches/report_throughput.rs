@@ -1,12 +1,23 @@
-//! `cargo bench --bench report_throughput`: `steptop report`'s pipeline (read, split, parse,
-//! model) over a large mixed log built from every fixture in fixtures/logs (our users' styles,
-//! mmengine, HF dicts and tqdm bars, timing blocks, noise). Prints MB/s per run, the median, and
-//! the process's peak RSS. Size: STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes
-//! the log there and leaves it, to profile `steptop report` on the same input.
+//! `cargo bench --bench report_throughput`: the bulk path over a large mixed log built from
+//! every fixture in fixtures/logs (our users' styles, mmengine, HF dicts and tqdm bars, timing
+//! blocks, noise). Prints, from one run: `steptop report --format json`'s MB/s (median of 3)
+//! beside `rg -c` with one regex over the same file; replay at full speed, compare and the live
+//! view's history read against report's rate; the CPU-seconds per GB of reading, parsing, the
+//! model and the diagnosis; the peak RSS of this process. Size: STEPTOP_BENCH_MB (default
+//! 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves it, to profile on it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use steptop::config::Config;
+use steptop::feed::Feed;
+use steptop::model::Model;
+use steptop::monitor::Monitor;
+use steptop::msg::Msg;
 
 fn main() {
     let mb: u64 = std::env::var("STEPTOP_BENCH_MB")
@@ -17,29 +28,186 @@ fn main() {
     let path = std::env::var_os("STEPTOP_BENCH_KEEP")
         .map_or_else(|| dir.path().join("mixed.log"), PathBuf::from);
     let bytes = build_log(&path, mb * 1024 * 1024);
+    let mb = bytes as f64 / 1e6;
     println!(
-        "report_throughput: {:.0} MiB mixed log from the format fixtures",
-        bytes as f64 / 1048576.0
+        "report_throughput: {:.0} MiB mixed log from the format fixtures, {} cores",
+        bytes as f64 / 1048576.0,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let cfg = steptop::config::Config::default_checked();
-    let mut rates = Vec::new();
-    for run in 1..=3 {
-        let t = Instant::now();
-        let a = steptop::report::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
-        let secs = t.elapsed().as_secs_f64();
-        let rate = bytes as f64 / 1e6 / secs;
-        println!(
-            "  run {run}: {secs:.2} s, {rate:.0} MB/s, {} step records, {} records",
-            a.model.merged.records, a.feeds[0].stats.records
-        );
-        rates.push(rate);
+    let cfg = Config::default_checked();
+    let bin = env!("CARGO_BIN_EXE_steptop");
+    let path_s = path.to_str().expect("utf-8 temp path");
+
+    // The reference: ripgrep counting the lines one regex matches, same file, same run.
+    let rg = median(3, || {
+        let out = Command::new("rg")
+            .args(["-c", r"step\s*\d+", path_s])
+            .stdout(Stdio::null())
+            .status();
+        out.is_ok_and(|s| s.success() || s.code() == Some(1))
+    });
+    let report = median(3, || {
+        Command::new(bin)
+            .args(["report", "--format", "json", path_s])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    let report_rate = report.map(|s| mb / s);
+    match (rg, report_rate) {
+        (Some(rg), Some(rate)) => println!(
+            "  steptop report --format json: {rate:.0} MB/s (median of 3); rg -c: {:.0} MB/s; ratio {:.3}",
+            mb / rg,
+            rate / (mb / rg)
+        ),
+        (None, Some(rate)) => {
+            println!(
+                "  steptop report --format json: {rate:.0} MB/s (median of 3); rg not installed"
+            )
+        }
+        _ => println!("  steptop report failed"),
     }
-    rates.sort_by(f64::total_cmp);
-    println!("  median: {:.0} MB/s", rates[1]);
+
+    // Every other mode through the same bulk reader, against report's rate.
+    let versus = |name: &str, secs: Option<f64>, volume: f64| match (secs, report_rate) {
+        (Some(s), Some(r)) => println!(
+            "  {name}: {:.0} MB/s, {:.2}x report",
+            volume / s,
+            volume / s / r
+        ),
+        _ => println!("  {name}: failed"),
+    };
+    let replay = median(3, || {
+        Command::new(bin)
+            .args(["replay", "--speed", "max", "--headless", path_s])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    versus("replay --speed max --headless", replay, mb);
+    let compare = median(3, || {
+        Command::new(bin)
+            .args(["compare", path_s, path_s])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    versus(
+        "compare (the file against itself: twice its bytes)",
+        compare,
+        2.0 * mb,
+    );
+    let history = median_of(3, || history_read(&path, &cfg));
+    versus("live view's history (follow until caught up)", history, mb);
+
+    // Where the CPU goes, per GB: each stage alone, then one more each time.
+    let cpu = |f: &mut dyn FnMut()| {
+        let before = cpu_seconds();
+        f();
+        cpu_seconds() - before
+    };
+    let gb = bytes as f64 / 1e9;
+    let reading = cpu(&mut || {
+        steptop::source::read_records(&path, &mut |_, _| {}).expect("read");
+    });
+    let parsing = cpu(&mut || {
+        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
+        steptop::ingest::read_file(&path, &mut feed, &mut drop).expect("read");
+    });
+    let model = cpu(&mut || {
+        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
+        let mut model = Model::new(cfg.model);
+        steptop::ingest::read_file(&path, &mut feed, &mut |lines| {
+            let mut records = lines.records.into_iter();
+            for head in &lines.heads {
+                for rec in records.by_ref().take(head.records as usize) {
+                    model.apply(&head.stamp, rec);
+                }
+            }
+        })
+        .expect("read");
+        model.finish();
+    });
+    let full = cpu(&mut || {
+        steptop::report::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
+    });
+    println!(
+        "  CPU-seconds per GB: reading {:.2}, parsing {:.2}, model {:.2}, diagnosis {:.2} (all: {:.2})",
+        reading / gb,
+        (parsing - reading) / gb,
+        (model - parsing) / gb,
+        (full - model) / gb,
+        full / gb
+    );
     println!(
         "  peak RSS of this process: {:.1} MiB",
         peak_rss_kib() as f64 / 1024.0
     );
+}
+
+/// The median wall time of `runs` runs of `f`, None if one failed.
+fn median(runs: usize, mut f: impl FnMut() -> bool) -> Option<f64> {
+    median_of(runs, || {
+        let t = Instant::now();
+        f().then(|| t.elapsed().as_secs_f64())
+    })
+}
+
+/// The median of `runs` timings `f` takes itself, None if one failed.
+fn median_of(runs: usize, mut f: impl FnMut() -> Option<f64>) -> Option<f64> {
+    let mut secs = (0..runs).map(|_| f()).collect::<Option<Vec<f64>>>()?;
+    secs.sort_by(f64::total_cmp);
+    secs.get(runs / 2).copied()
+}
+
+/// What the live view does with a file that is already written: its source thread reads the
+/// history into the inbox and the monitor takes it, until the file is caught up.
+fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
+    let (tx, inbox) = steptop::msg::inbox();
+    let stop = Arc::new(AtomicBool::new(false));
+    let input = steptop::source::InputSpec::File(path.to_path_buf());
+    let follower = steptop::follow::spawn(
+        vec![input],
+        steptop::source::FollowOptions::default(),
+        cfg.patterns.clone(),
+        stop.clone(),
+        tx,
+    )
+    .expect("source thread");
+    let t = Instant::now();
+    let mut mon = Monitor::new(cfg.model, cfg.diagnose.clone());
+    let mut caught_up = None;
+    while caught_up.is_none() {
+        match inbox.recv_timeout(Duration::from_secs(60)) {
+            Ok(msg) => {
+                let last = matches!(msg, Msg::CaughtUp { .. });
+                mon.apply(msg);
+                caught_up = last.then(|| t.elapsed().as_secs_f64());
+            }
+            Err(_) => break,
+        }
+    }
+    // Not timed: the source thread sees the stop at its next poll.
+    stop.store(true, Ordering::Relaxed);
+    drop(inbox);
+    let _ = follower.join();
+    caught_up
+}
+
+/// CPU seconds this process has used, all threads (user and system, in ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Concatenates the fixture logs (not the garbage one) until the file reaches `target` bytes.
