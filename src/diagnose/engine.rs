@@ -65,6 +65,9 @@ struct RuleState {
     leaving: Option<f64>,
     /// The active alert (its id) and when it was raised.
     active: Option<(u64, f64)>,
+    /// Where the active alert was last found among the kept ones: it moves only when an
+    /// older alert is retired, so the search is usually skipped.
+    slot: usize,
     /// When the last alert cleared, and at which severity.
     cleared: Option<(f64, Severity)>,
     /// When the active alert's words were last refreshed.
@@ -308,8 +311,10 @@ impl Diagnosis {
     /// its basis: the crash hides the low utilization that follows it.
     fn clear_hidden(&mut self, step: Option<u64>, time: f64) {
         for (i, rule) in RULES.iter().enumerate() {
-            let hidden = rule.hidden_by.iter().any(|h| self.active_ids.contains(h));
-            if self.states[i].active.is_none() || !hidden {
+            // Most rules are not active: that is looked at first, the names after.
+            if self.states[i].active.is_none()
+                || !rule.hidden_by.iter().any(|h| self.active_ids.contains(h))
+            {
                 continue;
             }
             // Not a cool-down: the symptom did not go, it was explained.
@@ -341,9 +346,15 @@ impl Diagnosis {
         let f = level.unwrap_or_default();
         if let Some((id, raised_at)) = state.active {
             // An active alert is always kept.
-            let Ok(a) = self.alert_ids.binary_search(&id) else {
-                return;
+            let a = if self.alert_ids.get(state.slot) == Some(&id) {
+                state.slot
+            } else {
+                let Ok(a) = self.alert_ids.binary_search(&id) else {
+                    return;
+                };
+                a
             };
+            state.slot = a;
             let alert = &mut self.alerts[a];
             if f.stay {
                 state.leaving = None;
@@ -414,6 +425,7 @@ impl Diagnosis {
             cleared_time: None,
         });
         state.active = Some((id, now));
+        state.slot = self.alerts.len() - 1;
         state.refreshed = now;
         self.raised_by_rule[i] += 1;
         self.raised_at[sev as usize] += 1;
