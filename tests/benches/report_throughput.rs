@@ -3,8 +3,9 @@
 //! blocks, noise). Prints, from one run: `steptop report --format json`'s MB/s (median of 3)
 //! beside `rg -c` with one regex over the same file; replay at full speed, compare and the live
 //! view's history read against report's rate; the CPU-seconds per GB of reading, parsing, the
-//! model and the diagnosis; the peak RSS of this process. Size: STEPTOP_BENCH_MB (default
-//! 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves it, to profile on it.
+//! model and the diagnosis, and the peak RSS they reach in this process. Size:
+//! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves it,
+//! to profile on it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,51 @@ fn main() {
     let cfg = Config::default_checked();
     let bin = env!("CARGO_BIN_EXE_steptop");
     let path_s = path.to_str().expect("utf-8 temp path");
+
+    // Where the CPU goes, per GB: each stage alone, then one more each time.
+    let cpu = |f: &mut dyn FnMut()| {
+        let before = cpu_seconds();
+        f();
+        cpu_seconds() - before
+    };
+    let gb = bytes as f64 / 1e9;
+    let reading = cpu(&mut || {
+        steptop::source::read_records(&path, &mut |_, _| {}).expect("read");
+    });
+    let parsing = cpu(&mut || {
+        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
+        steptop::ingest::read_file(&path, &mut feed, &mut drop).expect("read");
+    });
+    let model = cpu(&mut || {
+        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
+        let mut model = Model::new(cfg.model);
+        steptop::ingest::read_file(&path, &mut feed, &mut |lines| {
+            let mut records = lines.records.into_iter();
+            for head in &lines.heads {
+                for rec in records.by_ref().take(head.records as usize) {
+                    model.apply(&head.stamp, rec);
+                }
+            }
+        })
+        .expect("read");
+        model.finish();
+    });
+    let full = cpu(&mut || {
+        steptop::report::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
+    });
+    println!(
+        "  CPU-seconds per GB: reading {:.2}, parsing {:.2}, model {:.2}, diagnosis {:.2} (all: {:.2})",
+        reading / gb,
+        (parsing - reading) / gb,
+        (model - parsing) / gb,
+        (full - model) / gb,
+        full / gb
+    );
+    // Taken now, before the other modes run here: the peak of report's own path.
+    println!(
+        "  peak RSS of this process after the stages (report's path in-process): {:.1} MiB",
+        peak_rss_kib() as f64 / 1024.0
+    );
 
     // The reference: ripgrep counting the lines one regex matches, same file, same run.
     let rg = median(3, || {
@@ -99,50 +145,6 @@ fn main() {
     );
     let history = median_of(3, || history_read(&path, &cfg));
     versus("live view's history (follow until caught up)", history, mb);
-
-    // Where the CPU goes, per GB: each stage alone, then one more each time.
-    let cpu = |f: &mut dyn FnMut()| {
-        let before = cpu_seconds();
-        f();
-        cpu_seconds() - before
-    };
-    let gb = bytes as f64 / 1e9;
-    let reading = cpu(&mut || {
-        steptop::source::read_records(&path, &mut |_, _| {}).expect("read");
-    });
-    let parsing = cpu(&mut || {
-        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-        steptop::ingest::read_file(&path, &mut feed, &mut drop).expect("read");
-    });
-    let model = cpu(&mut || {
-        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-        let mut model = Model::new(cfg.model);
-        steptop::ingest::read_file(&path, &mut feed, &mut |lines| {
-            let mut records = lines.records.into_iter();
-            for head in &lines.heads {
-                for rec in records.by_ref().take(head.records as usize) {
-                    model.apply(&head.stamp, rec);
-                }
-            }
-        })
-        .expect("read");
-        model.finish();
-    });
-    let full = cpu(&mut || {
-        steptop::report::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
-    });
-    println!(
-        "  CPU-seconds per GB: reading {:.2}, parsing {:.2}, model {:.2}, diagnosis {:.2} (all: {:.2})",
-        reading / gb,
-        (parsing - reading) / gb,
-        (model - parsing) / gb,
-        (full - model) / gb,
-        full / gb
-    );
-    println!(
-        "  peak RSS of this process: {:.1} MiB",
-        peak_rss_kib() as f64 / 1024.0
-    );
 }
 
 /// The median wall time of `runs` runs of `f`, None if one failed.
