@@ -156,7 +156,8 @@ fn parse_in_place(block: Block, feed: &mut Feed, scratch: &mut Vec<Record>) -> L
 }
 
 /// Line `i` of `block`, parsed as `info` and `records` and judged by `Feed::admit` (`refused`),
-/// through its feed into `out`: stamped, counted, its records kept or dropped whole. A refused line credits no format, as `Feed::message`.
+/// through its feed into `out`: stamped, counted, its records kept or dropped whole. A refused
+/// line credits no format, as `Feed::message`.
 fn deliver(
     out: &mut Lines,
     feed: &mut Feed,

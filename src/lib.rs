@@ -1,10 +1,12 @@
 //! steptop: where each training step's time goes, from the logs a training job already writes.
 //!
 //! Data flows one way: bytes -> `source` -> `parse` (typed records) -> `feed` (time, rank)
-//! -> `model` -> a sink. Whole files go through `ingest` into `report`; live logs through the
-//! source thread in `follow`, finished ones through `replay`, both into the inbox of
-//! `msg::Msg` and the `monitor`, then the live view (`ui`) or `headless` lines, with
-//! `metrics` beside either. The mode is chosen here, in `run`, and nowhere else.
+//! -> `monitor` (model and diagnosis) -> a sink. Lines already written (a report's files, a
+//! replay, a followed file's history) go through `ingest` in blocks; lines that arrive live,
+//! one by one, through the same feed. Live logs come from the source thread in `follow`,
+//! finished ones from `replay`, both into the inbox of `msg::Msg` and the `monitor`, then the
+//! live view (`ui`) or `headless` lines, with `metrics` beside either; `report` feeds a
+//! monitor directly. The mode is chosen here, in `run`, and nowhere else.
 
 pub mod cli;
 pub mod compare;

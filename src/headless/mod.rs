@@ -167,8 +167,9 @@ impl Sink {
             Msg::SourceStopped { reason } => return Err(Error::Runtime(reason)),
             Msg::Lines(lines) => {
                 // Each line's changes are printed with its own origin and replayed time.
+                let host = self.opts.host.clone();
                 mon.lines(*lines, &mut |mon, head| {
-                    let origin = self.line_origin(mon, &head.stamp);
+                    let origin = || line_origin(&host, mon, &head.stamp);
                     self.after(mon, Some(head.stamp.time), &origin);
                 });
                 if let Some(m) = &mut self.opts.metrics {
@@ -185,20 +186,23 @@ impl Sink {
         {
             m.changed();
         }
-        self.after(mon, time, &origin);
+        self.after(mon, time, &|| origin.clone());
         Ok(None)
     }
 
     /// What follows a message (or one of a bulk's lines) at replayed time `time`: a status
-    /// line when one is due, and the changes it caused.
-    fn after(&mut self, mon: &Monitor, time: Option<f64>, origin: &Origin) {
+    /// line when one is due, and the changes it caused, said with the `origin` of the message
+    /// (made only when there is a change: most lines cause none).
+    fn after(&mut self, mon: &Monitor, time: Option<f64>, origin: &dyn Fn() -> Origin) {
         if self.opts.replay
             && let Some(t) = time
         {
             self.now = self.now.max(t);
             self.replayed_status(mon);
         }
-        self.changes(mon, origin);
+        if mon.diagnosis.changes_since(self.seen).next().is_some() {
+            self.changes(mon, &origin());
+        }
     }
 
     /// Prints the changes the last message caused, runs their hooks, notes `--fail-on`.
@@ -245,21 +249,11 @@ impl Sink {
     /// The file and line of a log message, or none for a sample.
     fn origin(&self, mon: &Monitor, msg: &Msg) -> Origin {
         match msg {
-            Msg::Line { stamp, .. } => self.line_origin(mon, stamp),
+            Msg::Line { stamp, .. } => line_origin(&self.opts.host, mon, stamp),
             _ => Origin {
                 host: self.opts.host.clone(),
                 ..Origin::default()
             },
-        }
-    }
-
-    /// The file, line and rank of the line stamped `stamp`.
-    fn line_origin(&self, mon: &Monitor, stamp: &Stamp) -> Origin {
-        Origin {
-            host: self.opts.host.clone(),
-            file: mon.sources.get(stamp.source).map(|s| s.path.clone()),
-            line: Some(stamp.line),
-            rank: Some(stamp.rank),
         }
     }
 
@@ -337,5 +331,15 @@ impl Sink {
         if ok.is_err() {
             self.open = false;
         }
+    }
+}
+
+/// The host, file, line and rank of the line stamped `stamp`.
+fn line_origin(host: &Option<String>, mon: &Monitor, stamp: &Stamp) -> Origin {
+    Origin {
+        host: host.clone(),
+        file: mon.sources.get(stamp.source).map(|s| s.path.clone()),
+        line: Some(stamp.line),
+        rank: Some(stamp.rank),
     }
 }
