@@ -496,7 +496,11 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        // A failing case is printed, not written beside the sources.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::with_cases(24)
+        })]
         #[test]
         fn a_generated_log_reads_the_same_in_bulk_as_line_by_line(
             lines in prop::collection::vec((any::<u8>(), any::<u32>(), 0u8..10), 50..400),
