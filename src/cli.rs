@@ -12,7 +12,7 @@ pub use crate::replay::pace::Speed;
 #[derive(Debug, Parser)]
 #[command(
     name = "steptop",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("STEPTOP_COMMIT"), ")"),
     about,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -126,6 +126,29 @@ pub enum Command {
     /// Plays finished logs or a `probe --record` recording through the live monitor, in the
     /// live view or headless, at their own pace or faster.
     Replay(ReplayArgs),
+    /// Where the config file is looked for without --config ($STEPTOP_CONFIG, then
+    /// $XDG_CONFIG_HOME/steptop/config.toml or ~/.config/steptop/config.toml), or the
+    /// documented default config.
+    Config(ConfigArgs),
+    /// A completion script for a shell, on stdout (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The man page, in roff: `steptop man > ~/.local/share/man/man1/steptop.1`.
+    Man,
+}
+
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct ConfigArgs {
+    /// Print the default config: every key at its default, documented.
+    #[arg(long)]
+    pub default: bool,
+    /// Print the path of the config file read without --config (on stderr: why that one,
+    /// whether it exists, and where themes are looked for).
+    #[arg(long)]
+    pub path: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -33,6 +33,7 @@ pub mod source;
 pub mod theme;
 pub mod ui;
 pub mod units;
+pub mod user_files;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -55,6 +56,8 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Command::Compare(args)) => compare_command(&args),
         Some(Command::Probe(args)) => probe_command(&args),
         Some(Command::Replay(args)) => replay_command(&args),
+        Some(Command::Config(args)) => config_command(&args),
+        Some(what @ (Command::Completions { .. } | Command::Man)) => generated_command(&what),
         None => live_command(&cli.live),
     }
 }
@@ -234,11 +237,38 @@ fn sink(
     })
 }
 
+/// `--config FILE`, else the file the environment names (`user_files`), else the defaults.
 fn load_config(path: Option<&std::path::Path>) -> Result<Config, Error> {
-    match path {
-        Some(path) => Config::load(path),
-        None => Ok(Config::default_checked()),
+    user_files::load_config(path, &user_files::Env::from_env())
+}
+
+/// `steptop config`: where the config file is looked for, or the documented defaults.
+fn config_command(args: &cli::ConfigArgs) -> Result<(), Error> {
+    if args.default {
+        write_stdout(user_files::DEFAULT_CONFIG)?;
+        return Ok(());
     }
+    let (path, about) = user_files::describe_lookup(&user_files::Env::from_env());
+    eprint!("{about}");
+    write_stdout(&path)?;
+    Ok(())
+}
+
+/// `steptop completions SHELL` and `steptop man`, from the same definitions as the parser.
+fn generated_command(what: &Command) -> Result<(), Error> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    match what {
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut cmd, "steptop", &mut out);
+        }
+        _ => clap_mangen::Man::new(cmd)
+            .render(&mut out)
+            .map_err(|e| Error::Runtime(format!("cannot write the man page: {e}")))?,
+    }
+    write_stdout(&String::from_utf8_lossy(&out))?;
+    Ok(())
 }
 
 /// This machine's name, for the `host` label and headless lines.

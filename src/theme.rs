@@ -2,7 +2,7 @@
 //! never name a colour. The built-in themes are the files in `themes/`, compiled in and parsed
 //! by the same code as a user's `--theme FILE`, which may set a few roles and inherits the rest.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ratatui::style::{Color, Modifier, Style};
 
@@ -70,21 +70,35 @@ impl Theme {
         self.styles[role as usize]
     }
 
-    /// A built-in theme by name, or a theme file by path: what `--theme` takes.
+    /// A built-in theme by name, a theme file by path, or one of the user's themes by name
+    /// (`~/.config/steptop/themes/NAME.toml`): what `--theme` takes.
     pub fn load(name_or_file: &str) -> Result<Theme, Error> {
+        let user = crate::user_files::Env::from_env().theme_file(name_or_file);
+        Theme::load_with(name_or_file, user)
+    }
+
+    /// `load`, with the user's theme file for that name given (None: no config directory).
+    pub fn load_with(name_or_file: &str, user: Option<PathBuf>) -> Result<Theme, Error> {
         if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_file) {
             return Theme::parse(name, text);
         }
-        let path = Path::new(name_or_file);
+        let mut path = Path::new(name_or_file).to_path_buf();
+        if !path.exists()
+            && !name_or_file.contains('/')
+            && let Some(p) = user.as_ref().filter(|p| p.exists())
+        {
+            path.clone_from(p);
+        }
         if !path.exists() {
             let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+            let mine = user.map_or_else(String::new, |p| format!(", nor {}", p.display()));
             return Err(Error::Usage(format!(
-                "--theme '{name_or_file}': not a built-in theme ({}) nor a file",
+                "--theme '{name_or_file}': not a built-in theme ({}) nor a file{mine}",
                 names.join(", ")
             )));
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Usage(format!("cannot read theme {name_or_file}: {e}")))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::Usage(format!("cannot read theme {}: {e}", path.display())))?;
         Theme::parse(name_or_file, &text)
     }
 
@@ -314,6 +328,15 @@ mod tests {
             Theme::choose(Some("light"), Some("1")).unwrap().name,
             "light"
         );
+        // A bare name is looked for among the user's themes after the built-in ones.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dusk = dir.path().join("dusk.toml");
+        std::fs::write(&dusk, "inherits = \"light\"\n").expect("write");
+        assert!(Theme::load_with("dusk", Some(dusk.clone())).is_ok());
+        let e = Theme::load_with("dawn", Some(dir.path().join("dawn.toml")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dawn.toml"), "{e}");
         let e = Theme::choose(Some("nope"), None).unwrap_err().to_string();
         assert!(
             e.contains("--theme 'nope'") && e.contains("high-contrast"),

@@ -309,3 +309,115 @@ fn invisible_characters_are_escaped_in_text_and_markdown_and_kept_in_json() {
             .ends_with("run\u{202e}gol.txt")
     );
 }
+
+/// The binary with no config of the user's in the way: a config directory of its own.
+fn steptop_in(config_home: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(args)
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", config_home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_config_file_is_found_in_the_config_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = fixture("fixtures/configs/in-house.log");
+    let out = steptop_in(dir.path(), &["config", "--path"]);
+    let expected = dir.path().join("steptop/config.toml");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected.display().to_string()
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    // Without a file there, the in-house format is not understood; with the pattern's config
+    // copied there, it is, with no --config.
+    let before = steptop_in(dir.path(), &["report", "--format", "json", &log]);
+    std::fs::create_dir_all(expected.parent().unwrap()).unwrap();
+    std::fs::copy(
+        root().join("fixtures/configs/valid/in-house-pattern.toml"),
+        &expected,
+    )
+    .unwrap();
+    let after = steptop_in(dir.path(), &["report", "--format", "json", &log]);
+    assert!(before.status.success() && after.status.success());
+    let records = |o: &Output| {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["steps"]["count"].as_u64().unwrap_or(0)
+    };
+    assert_eq!((records(&before), records(&after)), (0, 3));
+    // A broken one there is refused, naming the file.
+    std::fs::write(&expected, "[model]\nwindow-stepz = 3\n").unwrap();
+    let bad = steptop_in(dir.path(), &["report", &log]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("config.toml") && err.contains("window-stepz"),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_default_prints_the_shipped_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = steptop_in(dir.path(), &["config", "--default"]);
+    let shipped =
+        std::fs::read_to_string(root().join("fixtures/configs/valid/defaults.toml")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), shipped);
+}
+
+#[test]
+fn the_bash_completion_loads_and_the_man_page_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("steptop.bash");
+    let out = steptop_in(dir.path(), &["completions", "bash"]);
+    std::fs::write(&script, &out.stdout).unwrap();
+    let loaded = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source '{}' && complete -p steptop",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        loaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert!(String::from_utf8_lossy(&loaded.stdout).contains("steptop"));
+    for shell in ["zsh", "fish"] {
+        let out = steptop_in(dir.path(), &["completions", shell]);
+        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("report"));
+    }
+    let page = dir.path().join("steptop.1");
+    std::fs::write(&page, steptop_in(dir.path(), &["man"]).stdout).unwrap();
+    let shown = Command::new("man")
+        .arg("-l")
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .env("MANPAGER", "cat")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert!(
+        text.contains("steptop") && text.contains("report") && text.contains("SYNOPSIS"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_version_names_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = steptop_in(dir.path(), &["--version"]);
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        v.starts_with(&format!("steptop {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
+}
