@@ -298,8 +298,8 @@ pub struct ReportArgs {
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
     /// Config file (patterns for in-house formats, window sizes).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -314,6 +314,15 @@ pub struct CompareArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
+    Text,
+    Json,
+    Markdown,
+    /// One self-contained page: charts in inline SVG, light or dark, printable.
+    Html,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
     Text,
     Json,
     Markdown,

@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
 
 use cli::{
-    Cli, Command, CompareArgs, FailOn, LiveArgs, OutputArgs, ProbeArgs, ProbeFormat, ReplayArgs,
-    ReportArgs, ReportFormat,
+    Cli, Command, CompareArgs, CompareFormat, FailOn, LiveArgs, OutputArgs, ProbeArgs, ProbeFormat,
+    ReplayArgs, ReportArgs, ReportFormat,
 };
 use config::Config;
 use error::Error;
@@ -363,6 +363,7 @@ fn report_command(args: &ReportArgs) -> Result<(), Error> {
     let text = match args.format {
         ReportFormat::Text => report::render_text(&r),
         ReportFormat::Markdown => report::render_markdown(&r),
+        ReportFormat::Html => report::render_html(&r, &report::Curves::of(&analysis.model)),
         ReportFormat::Json => {
             let mut s =
                 serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?;
@@ -410,7 +411,7 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
     }
     let c = compare::compare(&runs, &cfg)?;
     let text = match args.format {
-        ReportFormat::Text => {
+        CompareFormat::Text => {
             // Colours only on a terminal, in the theme the live view would use.
             let theme = std::io::stdout()
                 .is_terminal()
@@ -418,8 +419,8 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
                 .flatten();
             compare::render::text(&c, theme.as_ref())
         }
-        ReportFormat::Markdown => compare::render::markdown(&c),
-        ReportFormat::Json => {
+        CompareFormat::Markdown => compare::render::markdown(&c),
+        CompareFormat::Json => {
             let mut s =
                 serde_json::to_string_pretty(&c).map_err(|e| Error::Runtime(e.to_string()))?;
             s.push('\n');

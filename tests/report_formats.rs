@@ -1,6 +1,6 @@
 //! One computation per figure: every scenario of fixtures/runs through `steptop report` in its
-//! three formats, and every figure the text and the markdown print must be the JSON's, in the
-//! same words (the step breakdown's rows, the data share, the stages' shares, the cache's rate,
+//! four formats, and every figure the text, the markdown and the HTML print must be the JSON's,
+//! in the same words (the step breakdown's rows, the data share, the stages' shares, the cache's rate,
 //! the step count). A figure computed twice, or once differently per format, fails here.
 
 use std::path::{Path, PathBuf};
@@ -48,6 +48,15 @@ fn scenarios() -> Vec<(String, Vec<PathBuf>)> {
         .collect()
 }
 
+/// Text as the HTML report writes it.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 /// The line of `text` that starts with `head`, if any.
 fn line_of<'a>(text: &'a str, head: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(head))
@@ -70,6 +79,7 @@ fn text_markdown_and_json_give_the_same_figures() {
         let json: Json = serde_json::from_str(&report(&args, "json")).expect("json");
         let text = report(&args, "text");
         let md = report(&args, "markdown");
+        let html = report(&args, "html");
         let mut fail = |what: String| failures.push(format!("{name}: {what}"));
         // The breakdown, row by row.
         for p in json["breakdown"]["parts"].as_array().expect("parts") {
@@ -91,6 +101,10 @@ fn text_markdown_and_json_give_the_same_figures() {
                 .any(|l| l.starts_with('|') && l.contains(&format!("| {value} | {share} |")))
             {
                 fail(format!("markdown row {label:?} {value} {share}"));
+            }
+            let name = escape(p["name"].as_str().expect("name"));
+            if !html.contains(&format!("<td>{name}</td><td>{value}</td><td>{share}</td>")) {
+                fail(format!("html row {name:?} {value} {share}"));
             }
         }
         // The data share: printed only when the JSON has one.
@@ -130,6 +144,12 @@ fn text_markdown_and_json_give_the_same_figures() {
             if !md.contains(&format!("| {} |", ms(mean))) || !md.contains(&pct(share)) {
                 fail(format!("markdown stage {stage}"));
             }
+            let name = escape(s["name"].as_str().expect("name"));
+            if !html.contains(&format!(">{name}</td>"))
+                || !html.contains(&format!("<td>{}</td><td>{}</td>", ms(mean), pct(share)))
+            {
+                fail(format!("html stage {stage}"));
+            }
         }
         // The cache's hit rate and the step count.
         if let Some(rate) = json["cache"]["hit_rate"].as_f64() {
@@ -143,8 +163,15 @@ fn text_markdown_and_json_give_the_same_figures() {
         let count = json["steps"]["count"].as_u64().expect("count");
         if !text.contains(&format!("{count} step records"))
             || !md.contains(&format!("{count} step records"))
+            || !html.contains(&format!("{count} step records"))
         {
             fail(format!("step count {count}"));
+        }
+        // The verdict, in the page's own words, escaped.
+        if let Some(title) = json["verdict"]["title"].as_str()
+            && !html.contains(&escape(title))
+        {
+            fail(format!("html verdict {title:?}"));
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));

@@ -1,6 +1,7 @@
 //! `steptop report`: whole files through the same parser and model, summarised once. The JSON
 //! form is a versioned schema (see README); text is for a terminal, markdown for an issue.
 
+mod html;
 mod markdown;
 pub mod probe;
 mod text;
@@ -24,6 +25,7 @@ use crate::monitor::Monitor;
 use crate::parse::record::SummaryRecord;
 use crate::recording;
 
+pub use html::{Curves, render as render_html};
 pub use markdown::render as render_markdown;
 pub use text::render as render_text;
 
