@@ -67,13 +67,7 @@ fn header(o: &mut String, r: &Report) {
         "<header><h1>steptop report</h1><p>{} step records",
         r.steps.count
     );
-    if let (Some(first), Some(last)) = (r.steps.first, r.steps.last) {
-        let _ = write!(o, " (steps {first}..{last}");
-        if let Some(total) = r.steps.total {
-            let _ = write!(o, " of {total}");
-        }
-        o.push(')');
-    }
+    o.push_str(&r.steps.range());
     let files: Vec<String> = r.sources.iter().map(|s| esc(&s.path)).collect();
     let _ = write!(o, " from {}</p>", files.join(", "));
     if let Some(note) = &r.separate_runs {

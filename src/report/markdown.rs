@@ -11,13 +11,7 @@ use crate::units::{duration, ms, num, pct};
 pub fn render(r: &Report) -> String {
     let mut o = String::from("## steptop report\n\n");
     let _ = writeln!(o, "{} step records", r.steps.count);
-    if let (Some(first), Some(last)) = (r.steps.first, r.steps.last) {
-        let _ = write!(o, " (steps {first}..{last}");
-        if let Some(total) = r.steps.total {
-            let _ = write!(o, " of {total}");
-        }
-        o.push(')');
-    }
+    o.push_str(&r.steps.range());
     o.push_str("\n\n");
     if let Some(note) = &r.separate_runs {
         let _ = writeln!(

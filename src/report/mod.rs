@@ -238,6 +238,19 @@ pub struct StepsOut {
     pub total: Option<u64>,
 }
 
+impl StepsOut {
+    /// ` (steps 950..989 of 8880)`, as every format words it; empty without steps.
+    pub fn range(&self) -> String {
+        match (self.first, self.last, self.total) {
+            (Some(first), Some(last), Some(total)) => {
+                format!(" (steps {first}..{last} of {total})")
+            }
+            (Some(first), Some(last), None) => format!(" (steps {first}..{last})"),
+            _ => String::new(),
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct ProgressOut {
     pub epoch: Option<f64>,

@@ -19,13 +19,7 @@ pub fn render(r: &Report) -> String {
         plural(files),
         r.steps.count
     );
-    if let (Some(first), Some(last)) = (r.steps.first, r.steps.last) {
-        let _ = write!(o, " (steps {first}..{last}");
-        if let Some(total) = r.steps.total {
-            let _ = write!(o, " of {total}");
-        }
-        o.push(')');
-    }
+    o.push_str(&r.steps.range());
     o.push('\n');
     if let Some(note) = &r.separate_runs {
         words(&mut o, &display::pad("note", 14), 14, note);
