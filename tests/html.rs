@@ -75,6 +75,15 @@ fn two_fixture_pages_load_in_chromium_with_their_charts() {
         let log = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{name}: {log}");
         assert!(dom.contains("<h1>steptop report</h1>"), "{name}: {dom}");
+        // A recording's hardware readings are drawn over the run too.
+        if *name == "data_loading_bound" {
+            for caption in ["GPU utilization", "GPU power", "Memory"] {
+                assert!(
+                    dom.contains(&format!("<figcaption>{caption} ")),
+                    "{name}: {caption}"
+                );
+            }
+        }
         // The step time chart at its size, with a drawn curve.
         let chart = dom
             .split("<svg class=\"chart\" width=\"720\" height=\"180\"")

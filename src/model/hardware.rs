@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::window::RunStats;
+use super::window::{RunStats, Series};
 use crate::sample::Sample;
 
 /// Samples kept for the diagnosis's time windows: the last ten minutes, at most this many.
@@ -28,6 +28,30 @@ pub struct Hardware {
     pub workers: RunStats,
     /// The GPU notes said so far, each said once (at most `MAX_NOTES`).
     notes_said: Vec<String>,
+    /// The node over the whole run, decimated: what the HTML report draws.
+    pub curves: NodeCurves,
+}
+
+/// The node's readings over the whole run: the GPUs' mean utilization, their summed power and
+/// memory, and the host's used memory.
+#[derive(Clone, Debug)]
+pub struct NodeCurves {
+    pub gpu_util_pct: Series,
+    pub gpu_power_w: Series,
+    pub gpu_mem_bytes: Series,
+    pub host_mem_bytes: Series,
+}
+
+impl Default for NodeCurves {
+    fn default() -> Self {
+        let series = || Series::new(256, 256);
+        NodeCurves {
+            gpu_util_pct: series(),
+            gpu_power_w: series(),
+            gpu_mem_bytes: series(),
+            host_mem_bytes: series(),
+        }
+    }
 }
 
 /// Distinct GPU notes remembered: one per GPU of a large node and a few more. Past it a note
@@ -96,6 +120,7 @@ impl Hardware {
             stats.power_limit_w = g.power_limit_w.or(stats.power_limit_w);
             stats.mem_total_bytes = g.mem_total_bytes.or(stats.mem_total_bytes);
         }
+        self.node_curves(&s);
         for n in &s.gpu_notes {
             if !self.notes_said.contains(n) && self.notes_said.len() < MAX_NOTES {
                 self.notes_said.push(n.clone());
@@ -122,6 +147,42 @@ impl Hardware {
         }
         self.recent.push_back(s);
         changes
+    }
+
+    /// The sample's node figures onto the run's curves, from the GPUs that answered: power
+    /// once per physical GPU (a MIG device has none of its own; its GPU's reading carries
+    /// it), memory wherever it was read (a GPU in MIG mode leaves it to its devices).
+    fn node_curves(&mut self, s: &Sample) {
+        let working: Vec<_> = s.gpus.iter().filter(|g| g.failed.is_none()).collect();
+        let utils: Vec<f64> = working
+            .iter()
+            .filter_map(|g| g.util_pct.map(f64::from))
+            .collect();
+        if !utils.is_empty() {
+            let mean = utils.iter().sum::<f64>() / utils.len() as f64;
+            self.curves.gpu_util_pct.push(s.time, mean);
+        }
+        let sum = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>());
+        let power = working
+            .iter()
+            .filter(|g| g.key().1.is_none())
+            .filter_map(|g| g.power_w)
+            .collect();
+        if let Some(w) = sum(power) {
+            self.curves.gpu_power_w.push(s.time, w);
+        }
+        let mem = working
+            .iter()
+            .filter_map(|g| g.mem_used_bytes.map(|b| b as f64))
+            .collect();
+        if let Some(b) = sum(mem) {
+            self.curves.gpu_mem_bytes.push(s.time, b);
+        }
+        if let Some(h) = &s.host {
+            self.curves
+                .host_mem_bytes
+                .push(s.time, h.mem_used_bytes as f64);
+        }
     }
 
     /// The latest reading.
@@ -171,6 +232,40 @@ mod tests {
         // Failed readings add nothing to the statistics.
         assert_eq!(h.gpus[&(0, None)].util_pct.mean(), Some(40.0));
         assert_eq!(h.samples, 4);
+    }
+
+    #[test]
+    fn the_node_curves_count_each_physical_gpu_once() {
+        use crate::sample::Mig;
+        let mut h = Hardware::default();
+        let gpu = |index, mig, util, power, mem| GpuReading {
+            index,
+            mig,
+            util_pct: util,
+            power_w: power,
+            mem_used_bytes: mem,
+            ..GpuReading::default()
+        };
+        h.apply(Sample {
+            time: 5.0,
+            gpus: vec![
+                gpu(0, None, Some(80), Some(300.0), Some(10 << 30)),
+                // A GPU in MIG mode: its power, no utilization, memory by device.
+                gpu(1, Some(Mig::Parent), None, Some(120.0), None),
+                gpu(1, Some(Mig::Slice(0)), Some(40), None, Some(2 << 30)),
+                gpu(2, None, None, None, None),
+            ],
+            ..Sample::default()
+        });
+        let last = |s: &Series| s.points().last().map(|p| (p.t0, p.mean));
+        let c = &h.curves;
+        assert_eq!(last(&c.gpu_util_pct), Some((5.0, 60.0)));
+        assert_eq!(last(&c.gpu_power_w), Some((5.0, 420.0)));
+        assert_eq!(last(&c.gpu_mem_bytes), Some((5.0, (12u64 << 30) as f64)));
+        assert!(c.host_mem_bytes.is_empty());
+        // A lost GPU draws nothing.
+        h.apply(sample(0, true));
+        assert_eq!(h.curves.gpu_util_pct.len(), 1);
     }
 
     #[test]

@@ -21,6 +21,14 @@ pub struct Curves {
     pub rate: Vec<Point>,
     pub rate_unit: &'static str,
     pub loss: Vec<Point>,
+    /// The cache's hit rate between readings, in percent.
+    pub cache_hit_pct: Vec<Point>,
+    /// A recording's readings: the GPUs' mean utilization (%), summed power (W) and memory
+    /// (GiB), the host's used memory (GiB).
+    pub gpu_util_pct: Vec<Point>,
+    pub gpu_power_w: Vec<Point>,
+    pub gpu_mem_gib: Vec<Point>,
+    pub host_mem_gib: Vec<Point>,
 }
 
 impl Curves {
@@ -32,12 +40,29 @@ impl Curves {
         } else {
             (points(&r.samples_per_s.series), "samples/s")
         };
+        let scaled = |s: &crate::model::window::Series, k: f64| {
+            s.points()
+                .map(|p| Point {
+                    min: p.min * k,
+                    max: p.max * k,
+                    mean: p.mean * k,
+                    ..*p
+                })
+                .collect::<Vec<_>>()
+        };
+        let hw = &m.hardware.curves;
+        let gib = 1.0 / f64::from(1u32 << 30);
         Curves {
             step_ms: points(&r.step_time_ms.series),
             data_ms: points(&r.data_time_ms.series),
             rate,
             rate_unit,
             loss: points(&r.loss.series),
+            cache_hit_pct: scaled(&m.cache.recent_series, 100.0),
+            gpu_util_pct: points(&hw.gpu_util_pct),
+            gpu_power_w: points(&hw.gpu_power_w),
+            gpu_mem_gib: scaled(&hw.gpu_mem_bytes, gib),
+            host_mem_gib: scaled(&hw.host_mem_bytes, gib),
         }
     }
 }
@@ -199,7 +224,15 @@ fn share_bar(o: &mut String, r: &Report) {
 }
 
 fn curves(o: &mut String, r: &Report, c: &Curves) {
-    if c.step_ms.is_empty() && c.rate.is_empty() && c.loss.is_empty() {
+    let curves = [
+        &c.step_ms,
+        &c.rate,
+        &c.loss,
+        &c.cache_hit_pct,
+        &c.gpu_util_pct,
+        &c.host_mem_gib,
+    ];
+    if curves.iter().all(|p| p.is_empty()) {
         return;
     }
     o.push_str("<section id=\"curves\"><h2>Over the run</h2>");
@@ -256,19 +289,33 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
             &marks,
         );
     }
+    let one = |label, class, points| Curve {
+        label,
+        class,
+        area: false,
+        points,
+    };
     if !c.loss.is_empty() {
-        chart(
-            o,
-            "Loss",
-            "",
-            &[Curve {
-                label: "loss",
-                class: "loss",
-                area: false,
-                points: &c.loss,
-            }],
-            &[],
-        );
+        chart(o, "Loss", "", &[one("loss", "loss", &c.loss)], &[]);
+    }
+    if !c.cache_hit_pct.is_empty() {
+        let cache = [one("hit rate", "rate", &c.cache_hit_pct)];
+        chart(o, "Cache hit rate", "%", &cache, &marks);
+    }
+    if !c.gpu_util_pct.is_empty() {
+        let util = [one("mean of the GPUs", "step", &c.gpu_util_pct)];
+        chart(o, "GPU utilization", "%", &util, &marks);
+    }
+    if !c.gpu_power_w.is_empty() {
+        let power = [one("all GPUs", "loss", &c.gpu_power_w)];
+        chart(o, "GPU power", "W", &power, &marks);
+    }
+    if !c.gpu_mem_gib.is_empty() || !c.host_mem_gib.is_empty() {
+        let mem = [
+            one("GPU memory, all GPUs", "step", &c.gpu_mem_gib),
+            one("host memory used", "rate", &c.host_mem_gib),
+        ];
+        chart(o, "Memory", "GiB", &mem, &marks);
     }
     o.push_str("</section>\n");
 }
