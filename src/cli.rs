@@ -326,4 +326,6 @@ pub enum CompareFormat {
     Text,
     Json,
     Markdown,
+    /// One self-contained page: the runs' curves overlaid, their breakdowns side by side.
+    Html,
 }

@@ -420,6 +420,7 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
             compare::render::text(&c, theme.as_ref())
         }
         CompareFormat::Markdown => compare::render::markdown(&c),
+        CompareFormat::Html => compare::html::render(&c),
         CompareFormat::Json => {
             let mut s =
                 serde_json::to_string_pretty(&c).map_err(|e| Error::Runtime(e.to_string()))?;

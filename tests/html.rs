@@ -161,3 +161,53 @@ fn log_text_in_the_page_is_text() {
     );
     assert!(!source.contains("<script"));
 }
+
+#[test]
+fn a_comparison_page_overlays_the_runs_in_chromium() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs = [
+        fixture("fixtures/compare/batch_4_to_8/bs4.log"),
+        fixture("fixtures/compare/batch_4_to_8/bs8.log"),
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["compare", "--format", "html"])
+        .args(&runs)
+        .output()
+        .expect("steptop runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = dir.path().join("compare.html");
+    std::fs::write(&page, &out.stdout).expect("write");
+    let json = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["compare", "--format", "json"])
+        .args(&runs)
+        .output()
+        .expect("steptop runs");
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let shown = chromium(&page, &["--dump-dom"], dir.path());
+    let dom = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    // The findings on top, in the JSON's words (the arrow stays an arrow).
+    let findings = json["findings"].as_array().expect("findings");
+    assert!(!findings.is_empty());
+    for f in findings {
+        let title = f["title"].as_str().expect("title");
+        assert!(dom.contains(title), "{title}");
+    }
+    assert!(dom.find("What changed") < dom.find("Figures"));
+    // One curve per run on each chart, and a breakdown bar per run.
+    for run in ["run0", "run1"] {
+        let curves = dom
+            .matches(&format!("<polyline class=\"line-{run}\""))
+            .count();
+        assert_eq!(curves, 2, "{run}");
+    }
+    assert_eq!(dom.matches("<svg class=\"bar\"").count(), 2);
+}

@@ -5,6 +5,7 @@
 
 pub mod baseline;
 pub mod findings;
+pub mod html;
 pub mod render;
 
 use std::path::PathBuf;
@@ -79,16 +80,30 @@ pub struct Comparison {
     pub findings: Vec<findings::Finding>,
     /// Sentences on what could not be compared (a run with no step timing, one much shorter).
     pub notes: Vec<String>,
+    /// What the HTML page draws of each run, in order (none when built from reports alone).
+    #[serde(skip)]
+    pub drawings: Vec<RunDrawing>,
+}
+
+/// One run as the HTML page draws it: its curves and its step breakdown.
+#[derive(Debug)]
+pub struct RunDrawing {
+    pub curves: report::Curves,
+    pub parts: Vec<report::PartOut>,
 }
 
 /// Reads every run, all at once (each through report's ingest, on a thread of its own), and
 /// compares them.
 pub fn compare(runs: &[RunInput], cfg: &Config) -> Result<Comparison, Error> {
-    let reports: Vec<Result<Report, Error>> = std::thread::scope(|scope| {
+    type Read = Result<(Report, report::Curves), Error>;
+    let reports: Vec<Read> = std::thread::scope(|scope| {
         let handles: Vec<_> = runs
             .iter()
             .map(|run| {
-                scope.spawn(move || report::analyze(&run.paths, cfg).map(|a| Report::build(&a)))
+                scope.spawn(move || {
+                    report::analyze(&run.paths, cfg)
+                        .map(|a| (Report::build(&a), report::Curves::of(&a.model)))
+                })
             })
             .collect();
         handles
@@ -100,8 +115,21 @@ pub fn compare(runs: &[RunInput], cfg: &Config) -> Result<Comparison, Error> {
             })
             .collect()
     });
-    let reports = reports.into_iter().collect::<Result<Vec<_>, _>>()?;
-    Ok(build(runs, &reports))
+    let (reports, curves): (Vec<Report>, Vec<report::Curves>) = reports
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
+    let mut c = build(runs, &reports);
+    c.drawings = reports
+        .into_iter()
+        .zip(curves)
+        .map(|(r, curves)| RunDrawing {
+            curves,
+            parts: r.breakdown.parts,
+        })
+        .collect();
+    Ok(c)
 }
 
 /// The comparison of reports already built, the first being the baseline.
@@ -149,6 +177,7 @@ pub fn build(runs: &[RunInput], reports: &[Report]) -> Comparison {
         changes,
         findings,
         notes,
+        drawings: Vec::new(),
     }
 }
 

@@ -51,7 +51,7 @@ fn label(figure: &str) -> String {
 }
 
 /// Each figure, the baseline's value, and each other run's change (None where it has none).
-fn table(c: &Comparison) -> Vec<(String, String, Vec<Option<&FigureChange>>)> {
+pub(super) fn table(c: &Comparison) -> Vec<(String, String, Vec<Option<&FigureChange>>)> {
     figures(c)
         .into_iter()
         .map(|figure| {
@@ -77,7 +77,7 @@ fn table(c: &Comparison) -> Vec<(String, String, Vec<Option<&FigureChange>>)> {
 }
 
 /// `3.64 -51%`, with `~` when the change is within the runs' spread.
-fn cell(ch: &FigureChange) -> String {
+pub(super) fn cell(ch: &FigureChange) -> String {
     let value = number(ch.figure.as_str(), ch.to);
     match ch.ratio {
         Some(r) => {
@@ -319,6 +319,7 @@ mod tests {
             ],
             findings: Vec::new(),
             notes: Vec::new(),
+            drawings: Vec::new(),
         };
         let theme = Theme::load("default").expect("theme");
         let painted = |role: Role, v: &str| paint(display::pad(v, RUN_W), role, Some(&theme));

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::Report;
+use super::{PartOut, Report};
 use crate::diagnose::Alert;
 use crate::diagnose::checklist::Status;
 use crate::model::Model;
@@ -14,6 +14,7 @@ use crate::model::window::Point;
 use crate::units::{duration, ms, num, pct};
 
 /// The curves a page draws, taken from the model once.
+#[derive(Debug)]
 pub struct Curves {
     pub step_ms: Vec<Point>,
     pub data_ms: Vec<Point>,
@@ -174,7 +175,7 @@ fn breakdown(o: &mut String, r: &Report) {
         )
     );
     if r.breakdown.step_ms.is_some() {
-        share_bar(o, r);
+        share_bar(o, &r.breakdown.parts);
     }
     o.push_str("<table><tr><th></th><th>part</th><th>mean</th><th>share</th></tr>");
     for p in &r.breakdown.parts {
@@ -191,14 +192,14 @@ fn breakdown(o: &mut String, r: &Report) {
 }
 
 /// The parts' shares of the mean step, side by side in one bar.
-fn share_bar(o: &mut String, r: &Report) {
+pub(crate) fn share_bar(o: &mut String, parts: &[PartOut]) {
     let width = 720.0;
     let _ = write!(
         o,
         "<svg class=\"bar\" width=\"{width}\" height=\"36\" viewBox=\"0 0 {width} 36\" role=\"img\">"
     );
     let mut x = 0.0;
-    for p in &r.breakdown.parts {
+    for p in parts {
         let Some(share) = p.share.filter(|s| *s > 0.0) else {
             continue;
         };
@@ -262,13 +263,13 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
                 Curve {
                     label: "step time",
                     class: "step",
-                    area: false,
+                    draw: Draw::Band,
                     points: &c.step_ms,
                 },
                 Curve {
                     label: "data wait",
                     class: "data",
-                    area: true,
+                    draw: Draw::Area,
                     points: &c.data_ms,
                 },
             ],
@@ -283,7 +284,7 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
             &[Curve {
                 label: c.rate_unit,
                 class: "rate",
-                area: false,
+                draw: Draw::Band,
                 points: &c.rate,
             }],
             &marks,
@@ -292,7 +293,7 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
     let one = |label, class, points| Curve {
         label,
         class,
-        area: false,
+        draw: Draw::Band,
         points,
     };
     if !c.loss.is_empty() {
@@ -320,19 +321,30 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
     o.push_str("</section>\n");
 }
 
-struct Curve<'a> {
-    label: &'a str,
-    class: &'a str,
-    /// Filled down to zero (a part of the curve above it), else a line with its min-max band.
-    area: bool,
-    points: &'a [Point],
+/// One curve of a chart.
+pub(crate) struct Curve<'a> {
+    pub label: &'a str,
+    /// Its colour, by CSS class (`step`, `data`, `rate`, `loss`, `run0`..`run3`).
+    pub class: &'a str,
+    pub draw: Draw,
+    pub points: &'a [Point],
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Draw {
+    /// The mean, over the band between each bucket's min and max.
+    Band,
+    /// The mean alone (curves of several runs overlaid).
+    Line,
+    /// Filled down to zero: a part of the curve above it.
+    Area,
 }
 
 /// An alert raised or cleared, on the time axis.
-struct Mark {
-    t: f64,
-    class: &'static str,
-    label: String,
+pub(crate) struct Mark {
+    pub t: f64,
+    pub class: &'static str,
+    pub label: String,
 }
 
 const W: f64 = 720.0;
@@ -341,7 +353,7 @@ const LEFT: f64 = 64.0;
 
 /// One chart: the curves on a shared time axis from the first point to the last, from zero
 /// to the largest value, with the alerts' marks.
-fn chart(o: &mut String, title: &str, unit: &str, curves: &[Curve], marks: &[Mark]) {
+pub(crate) fn chart(o: &mut String, title: &str, unit: &str, curves: &[Curve], marks: &[Mark]) {
     let all = || curves.iter().flat_map(|c| c.points.iter());
     let t0 = all().map(|p| p.t0).fold(f64::INFINITY, f64::min);
     let t1 = all().map(|p| p.t1).fold(f64::NEG_INFINITY, f64::max);
@@ -388,7 +400,7 @@ fn chart(o: &mut String, title: &str, unit: &str, curves: &[Curve], marks: &[Mar
     );
     for c in curves.iter().filter(|c| !c.points.is_empty()) {
         let mid = |p: &Point| (p.t0 + p.t1) / 2.0;
-        if c.area {
+        if c.draw == Draw::Area {
             let _ = write!(o, "<polygon class=\"area-{}\" points=\"", c.class);
             let _ = write!(o, "{:.1},{:.1} ", x(mid(&c.points[0])), y(0.0));
             for p in c.points {
@@ -398,15 +410,18 @@ fn chart(o: &mut String, title: &str, unit: &str, curves: &[Curve], marks: &[Mar
             let _ = write!(o, "{:.1},{:.1}\"/>", x(mid(last)), y(0.0));
             continue;
         }
-        // The band: up along the maxima, back along the minima.
-        let _ = write!(o, "<polygon class=\"band-{}\" points=\"", c.class);
-        for p in c.points {
-            let _ = write!(o, "{:.1},{:.1} ", x(mid(p)), y(p.max));
+        if c.draw == Draw::Band {
+            // Up along the maxima, back along the minima.
+            let _ = write!(o, "<polygon class=\"band-{}\" points=\"", c.class);
+            for p in c.points {
+                let _ = write!(o, "{:.1},{:.1} ", x(mid(p)), y(p.max));
+            }
+            for p in c.points.iter().rev() {
+                let _ = write!(o, "{:.1},{:.1} ", x(mid(p)), y(p.min));
+            }
+            o.push_str("\"/>");
         }
-        for p in c.points.iter().rev() {
-            let _ = write!(o, "{:.1},{:.1} ", x(mid(p)), y(p.min));
-        }
-        let _ = write!(o, "\"/><polyline class=\"line-{}\" points=\"", c.class);
+        let _ = write!(o, "<polyline class=\"line-{}\" points=\"", c.class);
         for p in c.points {
             let _ = write!(o, "{:.1},{:.1} ", x(mid(p)), y(p.mean));
         }
@@ -503,7 +518,7 @@ fn sources(o: &mut String, r: &Report) {
 }
 
 /// Text as HTML text or attribute value: a stage named `<script>` stays text.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -518,7 +533,7 @@ fn esc(s: &str) -> String {
     out
 }
 
-const CSS: &str = "
+pub(crate) const CSS: &str = "
 :root{color-scheme:light dark;--fg:#1d2330;--muted:#5b6475;--bg:#fff;--line:#d5d9e0;
 --step:#2f6fd6;--data:#e39b22;--rate:#2a9d6f;--loss:#8a55c9;--unlogged:#9aa3b2;--forward:#2f6fd6;
 --warn:#b8620b;--crit:#c8312b;--info:#2f6fd6;--ok:#2a9d6f}
@@ -544,6 +559,9 @@ i.line-step{background:var(--step)}i.line-data{background:var(--data)}i.line-rat
 i.mark-raised{background:var(--crit)}i.mark-cleared{background:var(--ok)}i.part-data{background:var(--data)}i.part-forward,i.part-stage{background:var(--forward)}
 i.part-unlogged{background:var(--unlogged)}i.part-loss,i.part-backward,i.part-optimizer,i.part-copy{background:var(--rate)}
 .checklist{list-style:none;padding:0}.checklist .pass b{color:var(--ok)}.checklist .fail b{color:var(--crit)}.checklist .unknown b{color:var(--muted)}
+.line-run0,.line-run1,.line-run2,.line-run3{fill:none;stroke-width:1.5}.line-run0{stroke:var(--step)}.line-run1{stroke:var(--data)}
+.line-run2{stroke:var(--rate)}.line-run3{stroke:var(--loss)}i.line-run0{background:var(--step)}i.line-run1{background:var(--data)}
+i.line-run2{background:var(--rate)}i.line-run3{background:var(--loss)}
 figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}svg{max-width:100%;height:auto}
 @media print{body{margin:0;max-width:none}section{break-inside:avoid}}
 ";
