@@ -7,16 +7,12 @@ use std::fmt::Write;
 use super::Comparison;
 use super::render::{cell, table};
 use crate::model::window::Point;
-use crate::report::{Curve, Draw, HTML_CSS, chart, html_escape as esc, share_bar};
+use crate::report::{Curve, Draw, chart, html_escape as esc, page_start, share_bar};
 
 /// The page.
 pub fn render(c: &Comparison) -> String {
-    let mut o = String::with_capacity(64 * 1024);
-    o.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-    o.push_str("<title>steptop compare</title><style>");
-    o.push_str(HTML_CSS);
-    o.push_str("</style></head><body>\n<header><h1>steptop compare</h1><p>");
+    let mut o = page_start("steptop compare");
+    o.push_str("<header><h1>steptop compare</h1><p>");
     for (i, r) in c.runs.iter().enumerate() {
         let role = if i == 0 { " (the baseline)" } else { "" };
         let _ = write!(

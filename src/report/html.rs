@@ -70,12 +70,7 @@ impl Curves {
 
 /// The page.
 pub fn render(r: &Report, c: &Curves) -> String {
-    let mut o = String::with_capacity(64 * 1024);
-    o.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-    o.push_str("<title>steptop report</title><style>");
-    o.push_str(CSS);
-    o.push_str("</style></head><body>\n");
+    let mut o = page_start("steptop report");
     header(&mut o, r);
     verdict(&mut o, r);
     breakdown(&mut o, r);
@@ -84,6 +79,19 @@ pub fn render(r: &Report, c: &Curves) -> String {
     checklist(&mut o, r);
     sources(&mut o, r);
     o.push_str("</body></html>\n");
+    o
+}
+
+/// A page's head (its title, the style sheet) and the start of its body.
+pub(crate) fn page_start(title: &str) -> String {
+    let mut o = String::with_capacity(64 * 1024);
+    o.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    let _ = writeln!(
+        o,
+        "<title>{}</title><style>{CSS}</style></head><body>",
+        esc(title)
+    );
     o
 }
 
@@ -533,7 +541,7 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
-pub(crate) const CSS: &str = "
+const CSS: &str = "
 :root{color-scheme:light dark;--fg:#1d2330;--muted:#5b6475;--bg:#fff;--line:#d5d9e0;
 --step:#2f6fd6;--data:#e39b22;--rate:#2a9d6f;--loss:#8a55c9;--unlogged:#9aa3b2;--forward:#2f6fd6;
 --warn:#b8620b;--crit:#c8312b;--info:#2f6fd6;--ok:#2a9d6f}

@@ -25,7 +25,7 @@ use crate::monitor::Monitor;
 use crate::parse::record::SummaryRecord;
 use crate::recording;
 
-pub(crate) use html::{CSS as HTML_CSS, Curve, Draw, chart, esc as html_escape, share_bar};
+pub(crate) use html::{Curve, Draw, chart, esc as html_escape, page_start, share_bar};
 pub use html::{Curves, render as render_html};
 pub use markdown::render as render_markdown;
 pub use text::render as render_text;
