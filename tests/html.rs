@@ -1,7 +1,8 @@
 //! `report --format html` in a real browser: headless chromium (`.ci/run` installs Debian's)
 //! loads two fixtures' pages from disk with the network off, and the DOM it builds must hold
 //! the charts at their sizes with their curves drawn, no script, and log text as text; it
-//! logs no console error. A screenshot of one page is taken at the window's size.
+//! logs no console error. A screenshot of one page is taken at the window's size: the README
+//! shows it (`STEPTOP_BLESS=1 cargo test --test html` takes it again).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -119,7 +120,7 @@ fn two_fixture_pages_load_in_chromium_with_their_charts() {
         &dir.path().join("seed000.html"),
         &[
             "--hide-scrollbars",
-            "--window-size=820,1200",
+            "--window-size=820,1800",
             &format!("--screenshot={}", shot.display()),
         ],
         dir.path(),
@@ -133,11 +134,17 @@ fn two_fixture_pages_load_in_chromium_with_their_charts() {
     assert_eq!(&png[1..4], b"PNG");
     // IHDR: width and height, big-endian, at bytes 16..24.
     let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    assert_eq!((be(&png[16..20]), be(&png[20..24])), (820, 1200));
+    assert_eq!((be(&png[16..20]), be(&png[20..24])), (820, 1800));
     assert!(
         png.len() > 20_000,
         "a page with charts is not a blank image"
     );
+    // The README shows this screenshot; STEPTOP_BLESS=1 takes it again.
+    if std::env::var_os("STEPTOP_BLESS").is_some() {
+        let kept = fixture("tests/snapshots/html/seed000.png");
+        std::fs::create_dir_all(kept.parent().expect("dir")).expect("mkdir");
+        std::fs::copy(&shot, kept).expect("keep the screenshot");
+    }
 }
 
 #[test]
