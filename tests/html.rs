@@ -114,36 +114,38 @@ fn two_fixture_pages_load_in_chromium_with_their_charts() {
             "{name}: console messages: {log}"
         );
     }
-    // A screenshot at the window's size: the page renders to pixels.
-    let shot = dir.path().join("seed000.png");
-    let out = chromium(
-        &dir.path().join("seed000.html"),
-        &[
-            "--hide-scrollbars",
-            "--window-size=820,1800",
-            &format!("--screenshot={}", shot.display()),
-        ],
-        dir.path(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let png = std::fs::read(&shot).expect("screenshot");
-    assert_eq!(&png[1..4], b"PNG");
-    // IHDR: width and height, big-endian, at bytes 16..24.
-    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    assert_eq!((be(&png[16..20]), be(&png[20..24])), (820, 1800));
-    assert!(
-        png.len() > 20_000,
-        "a page with charts is not a blank image"
-    );
-    // The README shows this screenshot; STEPTOP_BLESS=1 takes it again.
+    // Each page renders to pixels, a screenshot at the window's size.
+    for (name, _) in &runs {
+        let shot = dir.path().join(format!("{name}.png"));
+        let out = chromium(
+            &dir.path().join(format!("{name}.html")),
+            &[
+                "--hide-scrollbars",
+                "--window-size=820,1800",
+                &format!("--screenshot={}", shot.display()),
+            ],
+            dir.path(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let png = std::fs::read(&shot).expect("screenshot");
+        assert_eq!(&png[1..4], b"PNG");
+        // IHDR: width and height, big-endian, at bytes 16..24.
+        let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        assert_eq!((be(&png[16..20]), be(&png[20..24])), (820, 1800));
+        assert!(
+            png.len() > 20_000,
+            "{name}: a page with charts is not a blank image"
+        );
+    }
+    // The README shows the first; STEPTOP_BLESS=1 takes it again.
     if std::env::var_os("STEPTOP_BLESS").is_some() {
         let kept = fixture("tests/snapshots/html/seed000.png");
         std::fs::create_dir_all(kept.parent().expect("dir")).expect("mkdir");
-        std::fs::copy(&shot, kept).expect("keep the screenshot");
+        std::fs::copy(dir.path().join("seed000.png"), kept).expect("keep the screenshot");
     }
 }
 

@@ -76,6 +76,7 @@ pub fn render(r: &Report, c: &Curves) -> String {
     breakdown(&mut o, r);
     curves(&mut o, r, c);
     stages(&mut o, r);
+    readings(&mut o, r, c);
     checklist(&mut o, r);
     sources(&mut o, r);
     o.push_str("</body></html>\n");
@@ -233,47 +234,18 @@ pub(crate) fn share_bar(o: &mut String, parts: &[PartOut]) {
 }
 
 fn curves(o: &mut String, r: &Report, c: &Curves) {
-    let curves = [
-        &c.step_ms,
-        &c.rate,
-        &c.loss,
-        &c.cache_hit_pct,
-        &c.gpu_util_pct,
-        &c.host_mem_gib,
-    ];
-    if curves.iter().all(|p| p.is_empty()) {
+    if c.step_ms.is_empty() && c.rate.is_empty() && c.loss.is_empty() {
         return;
     }
     o.push_str("<section id=\"curves\"><h2>Over the run</h2>");
-    let marks: Vec<Mark> = r
-        .alerts
-        .iter()
-        .flat_map(|a| {
-            let raised = Mark {
-                t: a.first_time,
-                class: "raised",
-                label: format!("{} raised: {}", a.rule, a.title),
-            };
-            let cleared = a.cleared_time.map(|t| Mark {
-                t,
-                class: "cleared",
-                label: format!("{} cleared", a.rule),
-            });
-            std::iter::once(raised).chain(cleared)
-        })
-        .collect();
+    let marks = alert_marks(r);
     if !c.step_ms.is_empty() {
         chart(
             o,
             "Step time, data wait below",
             "ms",
             &[
-                Curve {
-                    label: "step time",
-                    class: "step",
-                    draw: Draw::Band,
-                    points: &c.step_ms,
-                },
+                band("step time", "step", &c.step_ms),
                 Curve {
                     label: "data wait",
                     class: "data",
@@ -289,44 +261,90 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
             o,
             "Throughput",
             c.rate_unit,
-            &[Curve {
-                label: c.rate_unit,
-                class: "rate",
-                draw: Draw::Band,
-                points: &c.rate,
-            }],
+            &[band(c.rate_unit, "rate", &c.rate)],
             &marks,
         );
     }
-    let one = |label, class, points| Curve {
-        label,
-        class,
-        draw: Draw::Band,
-        points,
-    };
     if !c.loss.is_empty() {
-        chart(o, "Loss", "", &[one("loss", "loss", &c.loss)], &[]);
+        chart(o, "Loss", "", &[band("loss", "loss", &c.loss)], &[]);
     }
+    o.push_str("</section>\n");
+}
+
+/// The cache and a recording's hardware readings over the run, after the stages.
+fn readings(o: &mut String, r: &Report, c: &Curves) {
+    let curves = [
+        &c.cache_hit_pct,
+        &c.gpu_util_pct,
+        &c.gpu_power_w,
+        &c.gpu_mem_gib,
+        &c.host_mem_gib,
+    ];
+    if curves.iter().all(|p| p.is_empty()) {
+        return;
+    }
+    o.push_str("<section id=\"readings\"><h2>Cache and hardware over the run</h2>");
+    let marks = alert_marks(r);
     if !c.cache_hit_pct.is_empty() {
-        let cache = [one("hit rate", "rate", &c.cache_hit_pct)];
+        let cache = [band("hit rate", "rate", &c.cache_hit_pct)];
         chart(o, "Cache hit rate", "%", &cache, &marks);
     }
     if !c.gpu_util_pct.is_empty() {
-        let util = [one("mean of the GPUs", "step", &c.gpu_util_pct)];
+        let util = [band("mean of the GPUs", "step", &c.gpu_util_pct)];
         chart(o, "GPU utilization", "%", &util, &marks);
     }
     if !c.gpu_power_w.is_empty() {
-        let power = [one("all GPUs", "loss", &c.gpu_power_w)];
+        let power = [band("all GPUs", "loss", &c.gpu_power_w)];
         chart(o, "GPU power", "W", &power, &marks);
     }
     if !c.gpu_mem_gib.is_empty() || !c.host_mem_gib.is_empty() {
         let mem = [
-            one("GPU memory, all GPUs", "step", &c.gpu_mem_gib),
-            one("host memory used", "rate", &c.host_mem_gib),
+            band("GPU memory, all GPUs", "step", &c.gpu_mem_gib),
+            band("host memory used", "rate", &c.host_mem_gib),
         ];
         chart(o, "Memory", "GiB", &mem, &marks);
     }
     o.push_str("</section>\n");
+}
+
+/// A curve drawn as its mean over its min-max band.
+fn band<'a>(label: &'a str, class: &'a str, points: &'a [Point]) -> Curve<'a> {
+    Curve {
+        label,
+        class,
+        draw: Draw::Band,
+        points,
+    }
+}
+
+/// Alerts marked on a chart at most: past that the axis is a smear (a long run can keep 500).
+const MARKED_ALERTS: usize = 24;
+
+/// Each alert's raise and clear, on the time axis: the most severe first, then the earliest.
+fn alert_marks(r: &Report) -> Vec<Mark> {
+    let mut alerts: Vec<&Alert> = r.alerts.iter().collect();
+    alerts.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.first_time.total_cmp(&b.first_time))
+    });
+    alerts
+        .into_iter()
+        .take(MARKED_ALERTS)
+        .flat_map(|a| {
+            let raised = Mark {
+                t: a.first_time,
+                class: "raised",
+                label: format!("{} raised: {}", a.rule, a.title),
+            };
+            let cleared = a.cleared_time.map(|t| Mark {
+                t,
+                class: "cleared",
+                label: format!("{} cleared", a.rule),
+            });
+            std::iter::once(raised).chain(cleared)
+        })
+        .collect()
 }
 
 /// One curve of a chart.
