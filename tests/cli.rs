@@ -4,9 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The binary, with no config file of the user's in the way.
 fn steptop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_steptop"))
         .args(args)
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .output()
         .unwrap()
 }
