@@ -39,9 +39,13 @@ pub fn spawn(
                     bytes,
                 } = event
                     && live.get(file).is_some_and(|l| !*l)
-                    && let Some(feed) = feeds.get_mut(file)
+                    && file < feeds.len()
                 {
-                    return history.push(file, feed, line_no, bytes, &inbox);
+                    // One file's history at a time: another's lines are sent first.
+                    if history.file.is_some_and(|f| f != file) {
+                        history.flush(&mut feeds, &inbox)?;
+                    }
+                    return history.push(file, &mut feeds[file], line_no, bytes, &inbox);
                 }
                 // Whatever else comes is sent after the history read before it.
                 history.flush(&mut feeds, &inbox)?;
@@ -111,7 +115,6 @@ impl History {
         raw: &[u8],
         inbox: &SyncSender<Msg>,
     ) -> ControlFlow<()> {
-        debug_assert!(self.file.is_none_or(|f| f == file), "flush between files");
         self.file = Some(file);
         let ingest = self
             .ingest
