@@ -27,6 +27,8 @@ fn compare(dir: &Path, expected: &toml::Table, format: &str) -> String {
         .map(|r| dir.join(r.as_str().expect("a run path")))
         .collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    cmd.env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
     cmd.args(["compare", "--format", format]);
     for label in expected
         .get("labels")
@@ -165,6 +167,8 @@ fn every_comparison_gives_its_findings_and_figures() {
 #[test]
 fn a_run_that_cannot_be_read_is_named() {
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["compare", "no/such/run.log", "other.log"])
         .output()
         .expect("runs");
@@ -179,6 +183,8 @@ fn a_run_that_cannot_be_read_is_named() {
 fn report_points_separate_runs_to_compare() {
     let report = |files: &[PathBuf]| -> Value {
         let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+            .env_remove("STEPTOP_CONFIG")
+            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
             .args(["report", "--format", "json"])
             .args(files)
             .output()

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 /// paths in the output are the same on every checkout.
 fn steptop() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    c.env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
     c.current_dir(root());
     c
 }

@@ -13,6 +13,8 @@ fn fixture(rel: &str) -> PathBuf {
 
 fn report_html(args: &[PathBuf], out: &Path) {
     let o = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["report", "--format", "html"])
         .args(args)
         .output()
@@ -179,6 +181,8 @@ fn a_comparison_page_overlays_the_runs_in_chromium() {
         fixture("fixtures/compare/batch_4_to_8/bs8.log"),
     ];
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["compare", "--format", "html"])
         .args(&runs)
         .output()
@@ -191,6 +195,8 @@ fn a_comparison_page_overlays_the_runs_in_chromium() {
     let page = dir.path().join("compare.html");
     std::fs::write(&page, &out.stdout).expect("write");
     let json = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["compare", "--format", "json"])
         .args(&runs)
         .output()

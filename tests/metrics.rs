@@ -25,6 +25,8 @@ struct Served {
 impl Served {
     fn start(log: &Path) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+            .env_remove("STEPTOP_CONFIG")
+            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
             .args(["--headless", "--no-probe", "--host", "node7"])
             // A bare port: loopback, unless an address says otherwise.
             .args(["--metrics-addr", "0"])
@@ -173,6 +175,8 @@ fn a_real_client_scrapes_an_exposition_promtool_accepts() {
 
     // Each rule has its state at each severity; the report's active alerts are the ones at 1.
     let report = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["report", "--format", "json"])
         .arg(&log)
         .output()
@@ -254,6 +258,8 @@ fn bad_requests_and_slow_clients_get_answers_and_stall_nothing() {
 #[test]
 fn a_bad_address_is_a_usage_error_naming_it() {
     let o = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["replay", "--headless", "--metrics-addr", "not-an-address"])
         .arg(root().join("fixtures/runs/crash_oom/train.log"))
         .output()

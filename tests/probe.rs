@@ -175,6 +175,8 @@ fn without_nvml_steptop_says_why_in_one_line_and_reads_the_rest() {
     }
     // No library at all.
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["probe", "--once"])
         .env("STEPTOP_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
         .output()
@@ -251,6 +253,8 @@ fn the_trainer_is_found_as_the_writer_of_its_log_and_its_workers_memory_is_pss()
     check_trainer(t, &fake, 48, 8);
     // The text names how the trainer was found, in 80 columns.
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["probe", "--once", "--interval", "50ms"])
         .arg(&log)
         .env("STEPTOP_NVML_LIB", "/nonexistent")
@@ -349,6 +353,8 @@ fn the_trainer_named_by_pid_or_found_on_a_gpu() {
 #[test]
 fn with_no_trainer_the_text_says_how_to_name_one() {
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["probe", "--once", "--interval", "50ms"])
         .env("STEPTOP_NVML_LIB", Path::new("/nonexistent"))
         .output()
@@ -371,6 +377,8 @@ fn a_recording_holds_the_logs_lines_history_untimed_and_live_ones_timed() {
     let step = |n: u32| format!("step {n}/100 | loss=0.5 | 6.0 s/it | data_time=0.1ms\n");
     std::fs::write(&log, step(1) + &step(2)).expect("log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args([
             "probe",
             "--format",
@@ -418,6 +426,8 @@ fn a_recording_holds_the_logs_lines_history_untimed_and_live_ones_timed() {
         assert_eq!(e["t"].is_null(), i < 2, "{e}");
     }
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["report", "--format", "json"])
         .arg(&rec)
         .output()
@@ -451,6 +461,8 @@ fn a_recording_of_readings_and_lines_is_reported_with_its_hardware() {
     }
     std::fs::write(&rec, text).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["report", "--format", "json", rec_arg])
         .output()
         .expect("runs");
@@ -487,6 +499,8 @@ fn a_recording_of_readings_and_lines_is_reported_with_its_hardware() {
     assert_eq!(r["step_time_ms"]["p50"], 6000.0);
     // The text report shows the hardware too, in 80 columns.
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["report", rec_arg])
         .output()
         .expect("runs");

@@ -12,6 +12,8 @@ use steptop::units::{ms, pct};
 
 fn report(args: &[PathBuf], format: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .args(["report", "--format", format])
         .args(args)
         .output()

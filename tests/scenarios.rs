@@ -173,6 +173,8 @@ fn every_scenario_reports_as_expected() {
             .map(|a| dir.join(a.as_str().unwrap()))
             .collect();
         let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+            .env_remove("STEPTOP_CONFIG")
+            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
             .args(["report", "--format", "json"])
             .args(&args)
             .output()

@@ -262,6 +262,8 @@ pub fn probe(
     let log = dir.path().join("calls.log");
     std::fs::write(&path, scenario).expect("scenario");
     let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .arg("probe")
         .args(["--format", "json"])
         .args(args)
