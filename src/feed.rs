@@ -181,8 +181,15 @@ impl Feed {
         let mut out = std::mem::take(&mut self.scratch);
         let mut info = self.parser.parse(raw, &mut out);
         let refused = self.admit(&info, &out);
-        info.rejected = refused;
-        let stamp = self.deliver(line_no, raw, &info, refused, out.drain(..), arrival, sink);
+        let stamp = self.deliver(
+            line_no,
+            raw,
+            &mut info,
+            refused,
+            out.drain(..),
+            arrival,
+            sink,
+        );
         self.scratch = out;
         (info, stamp)
     }
@@ -192,12 +199,7 @@ impl Feed {
     /// so that the monitor counts them too.
     pub fn message(&mut self, line_no: u64, raw: &[u8], arrival: Option<f64>) -> Msg {
         let mut records = Vec::new();
-        let (mut info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
-        if info.rejected.is_some() {
-            // Refused whole: no format is credited with it.
-            info.format = None;
-            info.glued = None;
-        }
+        let (info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
         Msg::Line {
             stamp,
             info,
@@ -240,7 +242,7 @@ impl Feed {
 
     /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
     /// order, as `admit` judged them (`refused`): a line whose figures cannot be true is
-    /// counted and dropped whole.
+    /// counted and dropped whole, and `info` says why, crediting no format with it.
     #[expect(
         clippy::too_many_arguments,
         reason = "one line's parts, each used once"
@@ -249,16 +251,19 @@ impl Feed {
         &mut self,
         line_no: u64,
         raw: &[u8],
-        info: &LineInfo,
+        info: &mut LineInfo,
         refused: Option<&'static str>,
         records: impl ExactSizeIterator<Item = Record>,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> Stamp {
         let stamp = self.stamp(info, line_no, arrival);
+        info.rejected = refused;
         if let Some(what) = refused {
             self.stats.reject(line_no, what, raw);
             records.for_each(drop);
+            info.format = None;
+            info.glued = None;
             return stamp;
         }
         self.stats.count(line_no, info, records.len());
