@@ -54,7 +54,7 @@ pub struct Ingest {
     pool: Option<Pool>,
     block: Block,
     block_bytes: usize,
-    /// Parses in place when there is no pool; holds a line's records for a moment otherwise.
+    /// A line's records for a moment, while it is parsed here (in place, or again).
     scratch: Vec<Record>,
 }
 
@@ -100,7 +100,9 @@ impl Ingest {
             self.send(feed, out)?;
         }
         if let Some(pool) = &mut self.pool {
-            pool.drain(feed, out)?;
+            while pool.pending() {
+                out(apply(pool.next()?, feed, &mut self.scratch));
+            }
         }
         Ok(())
     }
@@ -108,7 +110,12 @@ impl Ingest {
     fn send(&mut self, feed: &mut Feed, out: &mut dyn FnMut(Lines)) -> io::Result<()> {
         let block = std::mem::take(&mut self.block);
         match &mut self.pool {
-            Some(pool) => pool.send(block, feed, out),
+            Some(pool) => {
+                if let Some(parsed) = pool.send(block)? {
+                    out(apply(parsed, feed, &mut self.scratch));
+                }
+                Ok(())
+            }
             None => {
                 out(parse_in_place(block, feed, &mut self.scratch));
                 Ok(())
@@ -156,8 +163,7 @@ fn parse_in_place(block: Block, feed: &mut Feed, scratch: &mut Vec<Record>) -> L
 }
 
 /// Line `i` of `block`, parsed as `info` and `records` and judged by `Feed::admit` (`refused`),
-/// through its feed into `out`: stamped, counted, its records kept or dropped whole. A refused
-/// line credits no format, as `Feed::message`.
+/// through its feed into `out`: stamped, counted, its records kept or dropped whole.
 fn deliver(
     out: &mut Lines,
     feed: &mut Feed,
@@ -169,16 +175,19 @@ fn deliver(
 ) {
     let (line_no, start, end) = block.lines[i];
     let raw = block.raw(i);
-    info.rejected = refused;
     let before = out.records.len();
     let kept = &mut out.records;
-    let stamp = feed.deliver(line_no, raw, &info, refused, records, None, &mut |_, r| {
-        kept.push(r);
-    });
-    if refused.is_some() {
-        info.format = None;
-        info.glued = None;
-    }
+    let stamp = feed.deliver(
+        line_no,
+        raw,
+        &mut info,
+        refused,
+        records,
+        None,
+        &mut |_, r| {
+            kept.push(r);
+        },
+    );
     out.heads.push(LineHead {
         stamp,
         info,
@@ -229,7 +238,6 @@ struct Pool {
     handles: Vec<JoinHandle<()>>,
     sent: usize,
     applied: usize,
-    scratch: Vec<Record>,
 }
 
 impl Pool {
@@ -241,7 +249,6 @@ impl Pool {
             handles: Vec::with_capacity(threads),
             sent: 0,
             applied: 0,
-            scratch: Vec::new(),
         };
         for _ in 0..threads {
             let (block_tx, block_rx) = sync_channel::<Block>(1);
@@ -265,35 +272,30 @@ impl Pool {
         Some(pool)
     }
 
-    /// Sends a block, first handing on the oldest one when every thread has two.
-    fn send(
-        &mut self,
-        block: Block,
-        feed: &mut Feed,
-        out: &mut dyn FnMut(Lines),
-    ) -> io::Result<()> {
-        if self.sent - self.applied == 2 * self.to_workers.len() {
-            self.apply_next(feed, out)?;
-        }
+    /// Sends a block; when every thread already has two, first takes back the oldest.
+    fn send(&mut self, block: Block) -> io::Result<Option<Parsed>> {
+        let oldest = if self.sent - self.applied == 2 * self.to_workers.len() {
+            Some(self.next()?)
+        } else {
+            None
+        };
         let worker = self.sent % self.to_workers.len();
         self.to_workers[worker].send(block).map_err(|_| lost())?;
         self.sent += 1;
-        Ok(())
+        Ok(oldest)
     }
 
-    fn drain(&mut self, feed: &mut Feed, out: &mut dyn FnMut(Lines)) -> io::Result<()> {
-        while self.applied < self.sent {
-            self.apply_next(feed, out)?;
-        }
-        Ok(())
+    /// Whether blocks sent are still to be taken back.
+    fn pending(&self) -> bool {
+        self.applied < self.sent
     }
 
-    fn apply_next(&mut self, feed: &mut Feed, out: &mut dyn FnMut(Lines)) -> io::Result<()> {
+    /// The oldest block sent and not taken back yet, parsed.
+    fn next(&mut self) -> io::Result<Parsed> {
         let worker = self.applied % self.from_workers.len();
         let parsed = self.from_workers[worker].recv().map_err(|_| lost())?;
         self.applied += 1;
-        out(apply(parsed, feed, &mut self.scratch));
-        Ok(())
+        Ok(parsed)
     }
 }
 
