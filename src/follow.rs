@@ -127,9 +127,10 @@ impl History {
         settle(sent, gone, inbox)
     }
 
-    /// Sends what the reader holds of the file being read.
+    /// Sends what the reader holds of the file being read. The reader and its threads go
+    /// with it: once the history is read, lines come one by one.
     fn flush(&mut self, feeds: &mut [Feed], inbox: &SyncSender<Msg>) -> ControlFlow<()> {
-        let (Some(file), Some(ingest)) = (self.file.take(), &mut self.ingest) else {
+        let (Some(file), Some(mut ingest)) = (self.file.take(), self.ingest.take()) else {
             return ControlFlow::Continue(());
         };
         let Some(feed) = feeds.get_mut(file) else {
