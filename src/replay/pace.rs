@@ -117,23 +117,10 @@ pub fn spawn(
                         let mut at = bytes - lines.bytes;
                         for (line, len) in lines.into_messages() {
                             at += len;
-                            pacer.wait(&line, at, &inbox);
-                            let _ = inbox.send(line);
-                            pacer.report(&inbox, false);
+                            pacer.pass(line, at, &inbox, &backlog);
                         }
                     }
-                    msg => {
-                        pacer.wait(&msg, bytes, &inbox);
-                        match msg {
-                            Msg::Lines(lines) => {
-                                backlog.send(&inbox, *lines);
-                            }
-                            msg => {
-                                let _ = inbox.send(msg);
-                            }
-                        }
-                        pacer.report(&inbox, false);
-                    }
+                    msg => pacer.pass(msg, bytes, &inbox, &backlog),
                 }
             });
             let _ = match result {
@@ -184,6 +171,20 @@ impl Pacer {
     /// Whether messages go as fast as they are read, whatever their times.
     fn at_full_speed(&self) -> bool {
         self.speed == Speed::Max
+    }
+
+    /// Sends `msg` when it is due (bulk within the inbox's allowance), then the position.
+    fn pass(&mut self, msg: Msg, bytes: u64, inbox: &SyncSender<Msg>, backlog: &Backlog) {
+        self.wait(&msg, bytes, inbox);
+        match msg {
+            Msg::Lines(lines) => {
+                backlog.send(inbox, *lines);
+            }
+            msg => {
+                let _ = inbox.send(msg);
+            }
+        }
+        self.report(inbox, false);
     }
 
     /// Waits until `msg` is due, taking controls meanwhile.
