@@ -28,10 +28,15 @@ impl Env {
     /// steptop's directory: `$XDG_CONFIG_HOME/steptop`, else `~/.config/steptop`. An empty or
     /// relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
     pub fn dir(&self) -> Option<PathBuf> {
+        self.dir_named().map(|(dir, _)| dir)
+    }
+
+    /// `dir`, and the variable it comes from.
+    fn dir_named(&self) -> Option<(PathBuf, &'static str)> {
         let set = |v: &Option<OsString>| v.clone().filter(|v| !v.is_empty()).map(PathBuf::from);
         match set(&self.xdg_config_home).filter(|p| p.is_absolute()) {
-            Some(xdg) => Some(xdg.join("steptop")),
-            None => set(&self.home).map(|h| h.join(".config").join("steptop")),
+            Some(xdg) => Some((xdg.join("steptop"), "$XDG_CONFIG_HOME")),
+            None => set(&self.home).map(|h| (h.join(".config").join("steptop"), "$HOME")),
         }
     }
 
@@ -44,17 +49,10 @@ impl Env {
                 required: true,
             });
         }
+        let (dir, named_by) = self.dir_named()?;
         Some(Lookup {
-            path: self.dir()?.join("config.toml"),
-            named_by: if self
-                .xdg_config_home
-                .as_ref()
-                .is_some_and(|x| !x.is_empty() && PathBuf::from(x).is_absolute())
-            {
-                "$XDG_CONFIG_HOME"
-            } else {
-                "$HOME"
-            },
+            path: dir.join("config.toml"),
+            named_by,
             required: false,
         })
     }
