@@ -99,6 +99,7 @@ fn live_command(args: &LiveArgs) -> Result<(), Error> {
         tx,
         inbox,
         mode: Mode::Live,
+        probes_off: args.no_probe.then_some("probes off (--no-probe)"),
     };
     let result = sink(&args.out, args.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
@@ -130,6 +131,8 @@ fn replay_command(args: &ReplayArgs) -> Result<(), Error> {
             control: (!args.out.headless).then_some((control, args.speed)),
             from: args.from,
         },
+        // A recording brings its readings with it; plain logs have none.
+        probes_off: Some("no probe in a replay of logs"),
     };
     sink(&args.out, args.theme.as_deref(), config, feeding)
 }
@@ -140,6 +143,8 @@ struct Feeding {
     tx: SyncSender<Msg>,
     inbox: Receiver<Msg>,
     mode: Mode,
+    /// Why no probe reads the hardware, when none does.
+    probes_off: Option<&'static str>,
 }
 
 /// Followed files, or a replay: then time is the replayed time, and the input ends.
@@ -234,6 +239,7 @@ fn sink(
         },
         themes: ui::theme_cycle(theme)?,
         metrics,
+        probes_off: feeding.probes_off,
     })
 }
 

@@ -15,6 +15,15 @@ pub fn pct(v: f64) -> String {
     format!("{:.1}%", v * 100.0)
 }
 
+/// A count and its noun, singular for one: `1 DataLoader worker`, `4 DataLoader workers`.
+pub fn count(n: f64, noun: &str) -> String {
+    if n == 1.0 {
+        format!("1 {noun}")
+    } else {
+        format!("{n:.0} {noun}s")
+    }
+}
+
 /// Three significant figures, without a float's noise.
 pub fn num(v: f64) -> String {
     let a = v.abs();

@@ -424,3 +424,31 @@ fn the_version_names_the_commit() {
         "{v}"
     );
 }
+
+/// A run that reached its last planned step says it finished rather than an ETA of 0:00:00.
+#[test]
+fn a_finished_run_says_so_instead_of_an_eta() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let lines: String = (1..=20)
+        .map(|i| format!("step {i}/20 | loss=0.5 | time=0.5s | data_time=1ms\n"))
+        .collect();
+    std::fs::write(&log, &lines).unwrap();
+    let path = log.display().to_string();
+    let text = String::from_utf8(steptop(&["report", &path]).stdout).unwrap();
+    let eta = text
+        .lines()
+        .find(|l| l.starts_with("eta"))
+        .unwrap_or_default();
+    assert!(eta.contains("finished (steps 1..20 of 20)"), "{text}");
+    assert!(!text.contains("0:00:00"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&steptop(&["report", "--format", "json", &path]).stdout).unwrap();
+    assert_eq!(json["progress"]["finished"], true);
+    // Not finished halfway.
+    std::fs::write(&log, &lines[..lines.len() / 2]).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&steptop(&["report", "--format", "json", &path]).stdout).unwrap();
+    assert_eq!(json["progress"]["finished"], false);
+    assert!(json["progress"]["eta_s"].as_f64().is_some_and(|e| e > 0.0));
+}

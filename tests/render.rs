@@ -180,6 +180,28 @@ fn without_nvml_the_gpu_pane_says_why() {
     assert!(find(&small, "no GPU readings: no NVIDIA library").is_some());
 }
 
+/// With the probes off there will never be readings: the GPU and host panes say why, not
+/// that they wait.
+#[test]
+fn with_the_probes_off_the_hardware_panes_say_so() {
+    let m = monitor(&[&fixture("stage8_third", "timing.log")]);
+    let theme = default_theme();
+    let waiting = draw(&m, &UiState::default(), &theme, 80, 24);
+    assert!(find(&waiting, "no hardware readings yet").is_some());
+    let ui = UiState {
+        probes_off: Some("probes off (--no-probe)"),
+        ..UiState::default()
+    };
+    let off = draw(&m, &ui, &theme, 80, 24);
+    assert!(find(&off, "readings yet").is_none(), "{}", text(&off));
+    assert_eq!(
+        text(&off).matches("probes off (--no-probe)").count(),
+        2,
+        "{}",
+        text(&off)
+    );
+}
+
 /// Readings recorded from the fake NVML's throttling scenario: clocks held down, named.
 #[test]
 fn a_throttled_gpu_shows_its_reasons() {

@@ -113,6 +113,22 @@ fn check_diagnosis(report: &Json, expected: &toml::Table) -> Vec<String> {
             failures.push(format!("verdict: want {v}, got {got}"));
         }
     }
+    // Evidence measures the symptom: an item that only repeats the title tells nothing.
+    for a in &alerts {
+        let title = a["title"].as_str().unwrap_or_default();
+        let repeats = a["evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Json::as_str)
+            .any(|e| title.contains(e) || e == title);
+        if repeats {
+            failures.push(format!(
+                "{}: evidence repeats the title '{title}'",
+                a["rule"]
+            ));
+        }
+    }
     let only = strings(expected.get("only"));
     if expected.contains_key("only") {
         for r in raised.iter().filter(|r| !only.iter().any(|o| o == *r)) {

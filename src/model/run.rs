@@ -273,6 +273,11 @@ impl RankState {
         (step > 0.0).then(|| self.paired_data_ms.recent.sum_last(n) / step)
     }
 
+    /// Whether the run reached its planned last step.
+    pub fn finished(&self) -> bool {
+        self.total.zip(self.last_step).is_some_and(|(t, l)| l >= t)
+    }
+
     /// Our own ETA: steps left times the recent median step time.
     pub fn eta_s(&self, window: usize) -> Option<f64> {
         let left = self.total?.checked_sub(self.last_step?)?;

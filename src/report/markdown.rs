@@ -125,7 +125,14 @@ pub fn render(r: &Report) -> String {
         "cache recent hit rate",
         r.cache.as_ref().and_then(|c| c.recent_hit_rate).map(pct),
     );
-    row("ETA", r.progress.eta_s.map(duration));
+    row(
+        "ETA",
+        if r.progress.finished {
+            Some(format!("finished{}", r.steps.range()))
+        } else {
+            r.progress.eta_s.map(duration)
+        },
+    );
     if !r.event_counts.is_empty() {
         o.push_str("\n### Events\n\n");
         for c in &r.event_counts {

@@ -255,6 +255,8 @@ impl StepsOut {
 #[derive(Debug, Serialize)]
 pub struct ProgressOut {
     pub epoch: Option<f64>,
+    /// The run reached its planned last step (`steps.total`).
+    pub finished: bool,
     /// Our own estimate: steps left times the recent median step time.
     pub eta_s: Option<f64>,
     /// The last ETA the log printed.
@@ -406,6 +408,7 @@ impl Report {
             },
             progress: ProgressOut {
                 epoch: g.epoch,
+                finished: g.finished(),
                 eta_s: g.eta_s(m.cfg.window_steps),
                 logged_eta_s: g.logged_eta_s,
             },

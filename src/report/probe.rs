@@ -184,7 +184,7 @@ fn trainer(o: &mut String, t: &TrainerReading) {
             ),
         );
     }
-    let mut w = vec![format!("{} workers", t.workers.len())];
+    let mut w = vec![crate::units::count(t.workers.len() as f64, "worker")];
     if let (Some(pss), Some(private)) = (t.workers_pss_bytes, t.workers_private_bytes) {
         w.push(format!("pss {} (private {})", gib(pss), gib(private)));
     }

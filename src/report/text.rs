@@ -55,7 +55,9 @@ pub fn render(r: &Report) -> String {
         }
         line(&mut o, "cache", s);
     }
-    if let Some(eta) = r.progress.eta_s {
+    if r.progress.finished {
+        line(&mut o, "eta", format!("finished{}", r.steps.range()));
+    } else if let Some(eta) = r.progress.eta_s {
         line(&mut o, "eta", duration(eta));
     }
     if let Some(s) = &r.summary

@@ -47,6 +47,8 @@ pub struct LiveOptions {
     pub themes: Vec<Theme>,
     /// Where to publish the metrics, if they are served.
     pub metrics: Option<Publisher>,
+    /// Why no probe runs, if none does: the GPU and host panes say it.
+    pub probes_off: Option<&'static str>,
 }
 
 /// Draws one whole frame: the panes the layout places, then any overlay.
@@ -80,7 +82,10 @@ pub fn run(opts: LiveOptions) -> Result<(), Error> {
             panic!("injected by STEPTOP_INJECT_PANIC");
         });
     }
-    let mut ui = UiState::default();
+    let mut ui = UiState {
+        probes_off: opts.probes_off,
+        ..UiState::default()
+    };
     if let Some((_, speed)) = opts.replay {
         ui.replay = Some(state::ReplayUi {
             speed,

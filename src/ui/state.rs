@@ -43,6 +43,9 @@ pub struct UiState {
     pub log_back: usize,
     /// A replay's pace as the keys set it, and where it is; None when following live logs.
     pub replay: Option<ReplayUi>,
+    /// Why no probe reads the GPUs and the host (`--no-probe`, or a replay of plain logs),
+    /// so that their panes say so instead of waiting for readings that never come.
+    pub probes_off: Option<&'static str>,
     pub quit: bool,
 }
 
@@ -82,6 +85,7 @@ impl Default for UiState {
             editing: false,
             log_back: 0,
             replay: None,
+            probes_off: None,
             quit: false,
         }
     }

@@ -185,25 +185,31 @@ fn config_hint(v: &View, k: &Knobs) -> Option<Finding> {
     let gpu = d.is_active("gpu_starved") || d.is_active("low_gpu_util");
     let compute = d.is_active("compute_bound");
     let facts = &v.m.facts;
-    let mut hints: Vec<(String, &str)> = Vec::new();
+    // (the setting, what it does to the run, the action)
+    let mut hints: Vec<(String, Effect, &str)> = Vec::new();
+    let slowed = if data { Effect::Data } else { Effect::Idle };
     if let Some(w) = facts
         .num_workers
         .filter(|w| data && f64::from(*w) <= k.get("few-workers"))
     {
         hints.push((
             format!("num_workers={w} while the step waits for data"),
+            Effect::Data,
             "raise num_workers",
         ));
     }
     if facts.pin_memory == Some(false) && (data || gpu) {
         hints.push((
             "pin_memory is off".into(),
+            slowed,
             "pin_memory=True with non_blocking=True copies",
         ));
     }
+    let busy = if gpu { Effect::Idle } else { Effect::Compute };
     if facts.cudnn_benchmark == Some(false) && (gpu || compute) {
         hints.push((
             "cudnn.benchmark is off".into(),
+            busy,
             "torch.backends.cudnn.benchmark=True for fixed input shapes",
         ));
     }
@@ -213,18 +219,47 @@ fn config_hint(v: &View, k: &Knobs) -> Option<Finding> {
             .as_deref()
             .is_some_and(|a| a == "fp32" || a == "no")
     {
-        hints.push(("mixed precision is off".into(), "bf16 autocast"));
+        hints.push((
+            "mixed precision is off".into(),
+            Effect::Compute,
+            "bf16 autocast",
+        ));
     }
     if hints.is_empty() {
         return None;
     }
-    let title = || format!("the logged configuration explains it: {}", hints[0].0);
+    // The title says what the settings do; the evidence names each setting.
+    let title = || match hints.len() {
+        1 => format!("a logged setting {}", hints[0].1.words(false)),
+        n => format!("{n} logged settings {}", hints[0].1.words(true)),
+    };
     let f = hints
         .iter()
-        .fold(v.enter(Severity::Info, title), |f, (why, _)| {
+        .fold(v.enter(Severity::Info, title), |f, (why, _, _)| {
             f.why(|| why.clone())
         });
-    Some(hints.iter().fold(f, |f, (_, act)| f.act(|| *act)))
+    Some(hints.iter().fold(f, |f, (_, _, act)| f.act(|| *act)))
+}
+
+/// What a setting does to the run, as `config_hint`'s title says it.
+#[derive(Clone, Copy)]
+enum Effect {
+    Data,
+    Idle,
+    Compute,
+}
+
+impl Effect {
+    fn words(self, plural: bool) -> &'static str {
+        match (self, plural) {
+            (Effect::Data, false) => "slows data loading",
+            (Effect::Data, true) => "slow data loading",
+            (Effect::Idle, false) => "keeps the GPU waiting",
+            (Effect::Idle, true) => "keep the GPU waiting",
+            (Effect::Compute, false) => "slows the GPU's compute",
+            (Effect::Compute, true) => "slow the GPU's compute",
+        }
+    }
 }
 
 pub const CONFIG_MISMATCH: Rule = Rule {

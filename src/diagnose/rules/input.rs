@@ -5,6 +5,7 @@ use super::{Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::labels::Role;
+use crate::units::count;
 
 pub const DATA_LOADING_BOUND: Rule = Rule {
     id: "data_loading_bound",
@@ -88,7 +89,8 @@ fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
     if storage {
         f = f.why(|| {
             format!(
-                "{waiting} workers wait on I/O (state D); the host spends {iowait:.0}% in iowait"
+                "{} on I/O (state D); the host spends {iowait:.0}% in iowait",
+                waiting_words(waiting)
             )
         });
         f = f.act(|| "the storage is slow: copy the dataset to local NVMe, or pack it in large shards (WebDataset, TFRecord)");
@@ -151,7 +153,8 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
     }
     let title = || {
         format!(
-            "{workers:.0} DataLoader workers cannot keep up: data loading takes {} of each step",
+            "{} cannot keep up: data loading takes {} of each step",
+            count(workers, "DataLoader worker"),
             pct(share)
         )
     };
@@ -162,8 +165,12 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
         "configured (num_workers)"
     };
     f = f.why(|| match cores {
-        Some(c) => format!("{workers:.0} workers {source} for {c:.0} usable cores"),
-        None => format!("{workers:.0} workers {source}"),
+        Some(c) => format!(
+            "{} {source} for {}",
+            count(workers, "worker"),
+            count(c, "usable core")
+        ),
+        None => format!("{} {source}", count(workers, "worker")),
     });
     if let (Some(b), true) = (busy, saturated) {
         f = f.why(|| {
@@ -360,6 +367,12 @@ fn h2d_copy_bound(v: &View, k: &Knobs) -> Option<Finding> {
             .act(|| "send uint8 images and convert and normalise on the GPU")
             .act(|| "keep data that fits on the GPU there (a preloaded dataset, no per-step copy)"),
     )
+}
+
+/// `1 worker waits`, `3 workers wait`.
+fn waiting_words(n: usize) -> String {
+    let verb = if n == 1 { "waits" } else { "wait" };
+    format!("{} {verb}", count(n as f64, "worker"))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::model::LogMemory;
 use crate::parse::record::EventKind;
+use crate::units::count;
 
 pub const HOST_MEMORY_PRESSURE: Rule = Rule {
     id: "host_memory_pressure",
@@ -214,16 +215,22 @@ fn worker_memory_blowup(v: &View, k: &Knobs) -> Option<Finding> {
     let title = || {
         if copies {
             format!(
-                "each of {n} DataLoader workers holds its own {} copy",
+                "each of {} holds its own {} copy",
+                count(n as f64, "DataLoader worker"),
                 gib(mean)
             )
         } else {
-            format!("the {n} DataLoader workers' memory keeps growing")
+            format!(
+                "the memory of {} keeps growing",
+                count(n as f64, "DataLoader worker")
+            )
         }
     };
     let mut f = v.enter(Severity::Warn, title).why(|| {
         format!(
-            "{n} workers hold {} private memory each ({} together)",
+            "{} {} {} private memory each ({} together)",
+            count(n as f64, "worker"),
+            if n == 1 { "holds" } else { "hold" },
             gib(mean),
             gib(total)
         )
@@ -288,7 +295,10 @@ fn outside_growth(v: &View, k: &Knobs) -> Option<Finding> {
             )
         })
         .why(|| match v.m.facts.num_workers {
-            Some(n) => format!("{n} DataLoader workers per process, each a copy-on-write fork"),
+            Some(n) => format!(
+                "{} per process, each a copy-on-write fork",
+                count(f64::from(n), "DataLoader worker")
+            ),
             None => "DataLoader workers are forks: what each one writes it copies".to_string(),
         })
         .act(|| "run steptop next to the job (or steptop probe) to read each worker's private memory")

@@ -33,8 +33,11 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let Some(sample) = latest else {
-        let msg = "no hardware readings yet";
-        f.render_widget(Paragraph::new(v.span(msg, Role::Muted)), inner);
+        let msg = v.ui.probes_off.unwrap_or("no hardware readings yet");
+        f.render_widget(
+            Paragraph::new(v.span(msg, Role::Muted)).wrap(Wrap { trim: true }),
+            inner,
+        );
         return;
     };
     if sample.gpus.is_empty() {

@@ -128,7 +128,9 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
     if let Some(w) = m.timeline.wall_s() {
         parts.push((format!("elapsed {}", duration(w)), Role::Text));
     }
-    if let Some(eta) = g.eta_s(window).or(g.logged_eta_s) {
+    if g.finished() {
+        parts.push(("finished".to_string(), Role::Ok));
+    } else if let Some(eta) = g.eta_s(window).or(g.logged_eta_s) {
         parts.push((format!("ETA {}", duration(eta)), Role::Text));
     }
     let base = v.mon.baseline.as_ref();

@@ -60,7 +60,10 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             }
             lines.push(Line::from(mem));
         }
-        None => lines.push(Line::from(v.span("no host readings yet", Role::Muted))),
+        None => lines.push(Line::from(v.span(
+            v.ui.probes_off.unwrap_or("no host readings yet"),
+            Role::Muted,
+        ))),
     }
     if let Some(t) = latest.and_then(|s| s.trainer.as_ref()) {
         let mut head = vec![
