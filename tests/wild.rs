@@ -1,0 +1,412 @@
+//! Logs that real GPU runs wrote, taken byte for byte from public repositories
+//! (`fixtures/wild/<case>/`, each with its source in `case.toml`), read by the real binary and
+//! held to the figures the logs themselves print. Those figures come from
+//! `tests/wild/truth.py`, which parses each log with regexes written by hand for it: none of
+//! steptop's parsing is involved.
+//!
+//! Checks per case: the files are recognised; the step reached; the mean step time and the
+//! throughputs within 5%; the data share within 3 points; the last loss exactly; and, on a
+//! run whose speed does not change, no `throughput_drift` or `step_spikes` alert at warn or
+//! worse. The score table is printed and kept in the README (`STEPTOP_BLESS=1` rewrites it).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value as Json;
+
+/// The share of checks that must pass.
+const TARGET: f64 = 0.97;
+/// Relative tolerance for times and rates.
+const REL: f64 = 0.05;
+/// Absolute tolerance for the data share.
+const SHARE: f64 = 0.03;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Case {
+    name: String,
+    framework: String,
+    files: Vec<PathBuf>,
+    truth: Json,
+}
+
+fn cases() -> Vec<Case> {
+    let dir = root().join("fixtures/wild");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| dir.join(n).join("case.toml").exists())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let case_dir = dir.join(&name);
+            let text = std::fs::read_to_string(case_dir.join("case.toml")).unwrap();
+            let case: toml::Value =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{name}/case.toml: {e}"));
+            let files = case["files"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name}/case.toml: no [[files]]"))
+                .iter()
+                .map(|f| case_dir.join(f["name"].as_str().unwrap()))
+                .collect();
+            let truth = std::fs::read_to_string(case_dir.join("truth.json"))
+                .unwrap_or_else(|e| panic!("{name}/truth.json: {e} (run tests/wild/truth.py)"));
+            Case {
+                framework: case["framework"].as_str().unwrap_or("?").to_string(),
+                name,
+                files,
+                truth: serde_json::from_str(&truth).unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn report(files: &[PathBuf]) -> Json {
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["report", "--format", "json"])
+        .args(files)
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report failed on {files:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// One check's outcome: not checked (the log does not print the figure), passed, or failed
+/// with what was read and what the log says.
+enum Check {
+    Skip,
+    Pass,
+    Fail(String),
+}
+
+fn num(v: &Json) -> Option<f64> {
+    v.as_f64()
+}
+
+fn fmt(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.3}"),
+        None => "null".into(),
+    }
+}
+
+fn within(got: Option<f64>, want: &Json, rel: f64) -> Check {
+    let Some(want) = num(want) else {
+        return Check::Skip;
+    };
+    match got {
+        Some(g) if (g - want).abs() <= rel * want.abs() => Check::Pass,
+        g => Check::Fail(format!("{} vs {}", fmt(g), fmt(Some(want)))),
+    }
+}
+
+fn check_steps(got: Option<f64>, t: &Json) -> Check {
+    let Some(want) = num(&t["steps_last"]) else {
+        return Check::Skip;
+    };
+    let slack = if t["zero_based"].as_bool() == Some(true) {
+        1.0
+    } else {
+        0.0
+    };
+    match got {
+        Some(g) if g >= want && g <= want + slack => Check::Pass,
+        g => Check::Fail(format!("{} vs {}", fmt(g), fmt(Some(want)))),
+    }
+}
+
+fn check_share(got: Option<f64>, want: &Json) -> Check {
+    let Some(want) = num(want) else {
+        return Check::Skip;
+    };
+    match got {
+        Some(g) if (g - want).abs() <= SHARE => Check::Pass,
+        g => Check::Fail(format!("{} vs {}", fmt(g), fmt(Some(want)))),
+    }
+}
+
+fn check_loss(r: &Json, want: &Json) -> Check {
+    let got = num(&r["loss"]["last"]);
+    if want.as_str() == Some("nan") {
+        let nan_seen = r["event_counts"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|e| e["kind"] == "non-finite"));
+        return if got.is_none() && nan_seen {
+            Check::Pass
+        } else {
+            Check::Fail(format!("{} vs nan", fmt(got)))
+        };
+    }
+    let Some(want) = num(want) else {
+        return Check::Skip;
+    };
+    match got {
+        Some(g) if (g - want).abs() <= 1e-9 * want.abs().max(1.0) => Check::Pass,
+        g => Check::Fail(format!("{} vs {}", fmt(g), want)),
+    }
+}
+
+/// A steady run raises no speed alarm at warn or worse.
+fn check_alarms(r: &Json, t: &Json) -> Check {
+    if t["steady"].as_bool() != Some(true) {
+        return Check::Skip;
+    }
+    let false_alarms: Vec<String> = r["alerts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| {
+            matches!(a["rule"].as_str(), Some("throughput_drift" | "step_spikes"))
+                && matches!(a["severity"].as_str(), Some("warn" | "crit"))
+        })
+        .map(|a| format!("{} {}", a["rule"].as_str().unwrap_or(""), a["severity"]))
+        .collect();
+    if false_alarms.is_empty() {
+        Check::Pass
+    } else {
+        Check::Fail(false_alarms.join(", "))
+    }
+}
+
+fn recognised(r: &Json) -> Check {
+    let unknown: Vec<&str> = r["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["format"].is_null())
+        .filter_map(|s| s["path"].as_str())
+        .collect();
+    let steps = num(&r["steps"]["count"]).unwrap_or(0.0);
+    if unknown.is_empty() && steps > 0.0 {
+        Check::Pass
+    } else if steps == 0.0 {
+        Check::Fail("no steps".into())
+    } else {
+        Check::Fail(format!("no format: {}", unknown.join(", ")))
+    }
+}
+
+const COLUMNS: [&str; 10] = [
+    "recognised",
+    "steps",
+    "step time",
+    "data share",
+    "samples/s",
+    "tokens/s",
+    "tokens/s/GPU",
+    "it/s",
+    "loss",
+    "no false alarm",
+];
+
+fn checks(r: &Json, t: &Json) -> [Check; 10] {
+    [
+        recognised(r),
+        check_steps(num(&r["steps"]["last"]), t),
+        within(num(&r["step_time_ms"]["mean"]), &t["step_time_ms"], REL),
+        check_share(num(&r["data_share"]), &t["data_share"]),
+        within(num(&r["samples_per_s"]), &t["samples_per_s"], REL),
+        within(num(&r["tokens_per_s"]), &t["tokens_per_s"], REL),
+        within(num(&r["tokens_per_gpu_s"]), &t["tokens_per_gpu_s"], REL),
+        within(num(&r["iters_per_s"]), &t["iters_per_s"], REL),
+        check_loss(r, &t["loss_last"]),
+        check_alarms(r, t),
+    ]
+}
+
+/// The score table in markdown, and the failures in words.
+struct Score {
+    table: String,
+    failures: Vec<String>,
+    passed: usize,
+    checked: usize,
+    unrecognised: Vec<String>,
+    false_alarms: Vec<String>,
+}
+
+fn score(cases: &[Case]) -> Score {
+    let mut s = Score {
+        table: String::new(),
+        failures: Vec::new(),
+        passed: 0,
+        checked: 0,
+        unrecognised: Vec::new(),
+        false_alarms: Vec::new(),
+    };
+    let mut rows = String::new();
+    for case in cases {
+        let r = report(&case.files);
+        let results = checks(&r, &case.truth);
+        let mut cells = Vec::new();
+        for (i, c) in results.iter().enumerate() {
+            cells.push(match c {
+                Check::Skip => "",
+                Check::Pass => "ok",
+                Check::Fail(_) => "**x**",
+            });
+            match c {
+                Check::Skip => {}
+                Check::Pass => {
+                    s.passed += 1;
+                    s.checked += 1;
+                }
+                Check::Fail(why) => {
+                    s.checked += 1;
+                    s.failures
+                        .push(format!("{}: {}: {why}", case.name, COLUMNS[i]));
+                    if i == 0 {
+                        s.unrecognised.push(case.name.clone());
+                    }
+                    if i == COLUMNS.len() - 1 {
+                        s.false_alarms.push(case.name.clone());
+                    }
+                }
+            }
+        }
+        let _ = writeln!(
+            rows,
+            "| {} | {} | {} |",
+            case.name,
+            case.framework,
+            cells.join(" | ")
+        );
+    }
+    let _ = writeln!(s.table, "| case | framework | {} |", COLUMNS.join(" | "));
+    let _ = writeln!(s.table, "|---|---|{}", "---|".repeat(COLUMNS.len()));
+    s.table.push_str(&rows);
+    let _ = writeln!(
+        s.table,
+        "\n{} of {} checks pass ({:.1}%) on {} logs.",
+        s.passed,
+        s.checked,
+        100.0 * s.passed as f64 / s.checked.max(1) as f64,
+        cases.len()
+    );
+    s
+}
+
+const BEGIN: &str = "<!-- wild table: written by STEPTOP_BLESS=1 cargo test --test wild -->\n";
+const END: &str = "<!-- end of wild table -->\n";
+
+/// The README holds the table as this test prints it.
+fn readme_table(table: &str) -> Option<String> {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let start = readme.find(BEGIN)? + BEGIN.len();
+    let end = start + readme[start..].find(END)?;
+    if std::env::var_os("STEPTOP_BLESS").is_some() {
+        let new = format!("{}{table}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&path, new).unwrap();
+        return None;
+    }
+    (readme[start..end] != *table).then(|| readme[start..end].to_string())
+}
+
+#[test]
+fn real_logs_give_the_figures_they_print() {
+    let cases = cases();
+    assert!(!cases.is_empty(), "no case under fixtures/wild");
+    let s = score(&cases);
+    println!("{}", s.table);
+    for f in &s.failures {
+        println!("  {f}");
+    }
+    let share = s.passed as f64 / s.checked as f64;
+    assert!(
+        s.unrecognised.is_empty(),
+        "cases not recognised: {:?}",
+        s.unrecognised
+    );
+    assert!(
+        s.false_alarms.is_empty(),
+        "false speed alarms on steady runs: {:?}",
+        s.false_alarms
+    );
+    assert!(
+        share >= TARGET,
+        "{} of {} checks pass ({:.1}%), under {:.0}%",
+        s.passed,
+        s.checked,
+        100.0 * share,
+        100.0 * TARGET
+    );
+    if let Some(old) = readme_table(&s.table) {
+        panic!(
+            "README.md's wild table is not what this test prints; run STEPTOP_BLESS=1 cargo \
+             test --test wild. README has:\n{old}"
+        );
+    }
+}
+
+/// The committed truth is what the script writes from the logs as they are.
+#[test]
+fn the_truth_files_are_what_the_script_writes() {
+    let script = root().join("tests/wild/truth.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg("--check")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run python3 {}: {e}; install Python 3.11 or newer",
+                script.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every log's source is recorded: repository, path and commit.
+#[test]
+fn every_log_names_where_it_came_from() {
+    let dir = root().join("fixtures/wild");
+    for case in cases() {
+        let text = std::fs::read_to_string(dir.join(&case.name).join("case.toml")).unwrap();
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        for f in v["files"].as_array().unwrap() {
+            for key in ["name", "repo", "path", "commit"] {
+                assert!(
+                    f.get(key)
+                        .and_then(|k| k.as_str())
+                        .is_some_and(|k| !k.is_empty()),
+                    "{}/case.toml: a [[files]] entry without {key}",
+                    case.name
+                );
+            }
+            let commit = f["commit"].as_str().unwrap();
+            assert!(
+                commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{}/case.toml: commit '{commit}' is not 40 hex digits",
+                case.name
+            );
+        }
+        let listed: Vec<&Path> = case.files.iter().map(|p| p.as_path()).collect();
+        for entry in std::fs::read_dir(dir.join(&case.name)).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy();
+            if name != "case.toml" && name != "truth.json" {
+                assert!(
+                    listed.contains(&p.as_path()),
+                    "{}: {name} is not listed in case.toml",
+                    case.name
+                );
+            }
+        }
+    }
+}
