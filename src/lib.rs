@@ -33,6 +33,7 @@ pub mod source;
 pub mod theme;
 pub mod ui;
 pub mod units;
+pub mod unparsed;
 pub mod user_files;
 
 use std::io::{IsTerminal, Write};

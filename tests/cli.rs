@@ -452,3 +452,41 @@ fn a_finished_run_says_so_instead_of_an_eta() {
     assert_eq!(json["progress"]["finished"], false);
     assert!(json["progress"]["eta_s"].as_f64().is_some_and(|e| e > 0.0));
 }
+
+/// What steptop skipped is listed by shape, most frequent first, with an example each, in
+/// every report form.
+#[test]
+fn the_report_lists_the_shapes_it_did_not_understand() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let mut text = String::new();
+    for i in 1..=30 {
+        text.push_str(&format!("step {i}/30 | loss=0.5 | time=0.5s\n"));
+        if i % 10 == 0 {
+            text.push_str(&format!("Saving weights to ckpt_{i}.safetensors\n"));
+        }
+        text.push_str(&format!("grad hist bucket {i} -> {}\n", i * 3));
+    }
+    text.push_str("Done!\n");
+    std::fs::write(&log, &text).unwrap();
+    let path = log.display().to_string();
+    let json: serde_json::Value =
+        serde_json::from_slice(&steptop(&["report", "--format", "json", &path]).stdout).unwrap();
+    let shapes = json["unparsed_shapes"].as_array().unwrap();
+    assert_eq!(shapes[0]["shape"], "grad hist bucket N -> N");
+    assert_eq!(shapes[0]["count"], 30);
+    assert_eq!(shapes[0]["line"], 2);
+    assert_eq!(shapes[0]["example"], "grad hist bucket 1 -> 3");
+    assert_eq!(shapes[1]["shape"], "Saving weights to ckpt_N.safetensors");
+    assert_eq!(shapes[1]["count"], 3);
+    assert_eq!(shapes[2]["shape"], "Done!");
+    for format in ["text", "markdown", "html"] {
+        let out =
+            String::from_utf8(steptop(&["report", "--format", format, &path]).stdout).unwrap();
+        assert!(
+            out.contains("grad hist bucket N -&gt; N") || out.contains("grad hist bucket N -> N"),
+            "{format}: {out}"
+        );
+        assert!(out.contains("ckpt_N.safetensors"), "{format}");
+    }
+}

@@ -134,7 +134,14 @@ pub struct Model {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Facts {
     pub num_workers: Option<u32>,
+    /// Samples per step of one process.
     pub batch_size: Option<u32>,
+    /// Samples per optimizer step of the whole job, as the log states it.
+    pub global_batch: Option<u32>,
+    pub grad_accum: Option<u32>,
+    pub seq_len: Option<u32>,
+    /// Tokens per optimizer step of the whole job, as the log states it.
+    pub tokens_per_step: Option<u64>,
     pub world_size: Option<u32>,
     pub pin_memory: Option<bool>,
     pub amp_dtype: Option<String>,
@@ -172,6 +179,10 @@ impl Facts {
         match f {
             ConfigFact::NumWorkers(v) => self.num_workers = Some(v),
             ConfigFact::BatchSize(v) => self.batch_size = Some(v),
+            ConfigFact::GlobalBatch(v) => self.global_batch = Some(v),
+            ConfigFact::GradAccum(v) => self.grad_accum = Some(v),
+            ConfigFact::SeqLen(v) => self.seq_len = Some(v),
+            ConfigFact::TokensPerStep(v) => self.tokens_per_step = Some(v),
             ConfigFact::WorldSize(v) => self.world_size = Some(v),
             ConfigFact::PinMemory(v) => self.pin_memory = Some(v),
             ConfigFact::AmpDtype(v) => self.amp_dtype = Some(v),
@@ -181,9 +192,31 @@ impl Facts {
         }
     }
 
-    /// Samples per optimizer step across all ranks, when the logs say enough to know it.
-    pub fn global_batch(&self) -> Option<f64> {
-        Some(f64::from(self.batch_size?) * f64::from(self.world_size.unwrap_or(1)))
+    /// Samples per optimizer step across all ranks, when the logs say enough to know it: the
+    /// global batch as stated, else one process's batch times the processes and the
+    /// gradient accumulation (one each when not stated).
+    pub fn step_samples(&self) -> Option<f64> {
+        if let Some(g) = self.global_batch {
+            return Some(f64::from(g));
+        }
+        Some(
+            f64::from(self.batch_size?)
+                * f64::from(self.world_size.unwrap_or(1))
+                * f64::from(self.grad_accum.unwrap_or(1)),
+        )
+    }
+
+    /// What a step holds, for the rates a line leaves out.
+    pub fn sizes(&self) -> run::Sizes {
+        let batch = self.step_samples();
+        run::Sizes {
+            batch,
+            tokens_per_step: self
+                .tokens_per_step
+                .map(|t| t as f64)
+                .or_else(|| Some(batch? * f64::from(self.seq_len?))),
+            gpus: self.world_size.map(f64::from),
+        }
     }
 }
 
@@ -385,12 +418,12 @@ impl Model {
 
     fn step(&mut self, stamp: &Stamp, s: &StepRecord) {
         let window = self.cfg.window_steps;
-        let batch = self.facts.global_batch();
+        let sizes = self.facts.sizes();
         let rank = self
             .ranks
             .entry(stamp.rank)
             .or_insert_with(|| RankState::for_rank(window));
-        let mut d = rank.derive(s, stamp.time, stamp.real_time, batch);
+        let mut d = rank.derive(s, stamp.time, stamp.real_time, &sizes);
         if d.total.is_none() && d.step.is_some() {
             d.total = self.facts.total_steps;
         }

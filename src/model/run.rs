@@ -48,6 +48,15 @@ impl Metric {
     }
 }
 
+/// What the run's setup says a step holds, for rates a line leaves out: samples (the global
+/// batch), tokens, and the GPUs that share the work.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sizes {
+    pub batch: Option<f64>,
+    pub tokens_per_step: Option<f64>,
+    pub gpus: Option<f64>,
+}
+
 /// First, last and lowest loss.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LossTrack {
@@ -89,6 +98,7 @@ pub struct RankState {
     pub samples_per_s: Metric,
     pub iters_per_s: Metric,
     pub tokens_per_s: Metric,
+    pub tokens_per_gpu_s: Metric,
     pub loss: Metric,
     pub loss_track: LossTrack,
     pub lr: Option<f64>,
@@ -100,6 +110,13 @@ pub struct RankState {
     pub batch_size: Option<f64>,
     /// Time of the last step record, when it came from the log: for step time from timestamps.
     last_stamp: Option<(f64, u64)>,
+    /// The last step and running total of training time a line gave (`train_time:`).
+    last_elapsed: Option<(u64, f64)>,
+    /// The last step and running average step time a line gave (`step_avg:`).
+    last_avg: Option<(u64, f64)>,
+    /// The latest running average step time the log printed: the run's mean step time by
+    /// the training script's own measure.
+    pub logged_avg_step_ms: Option<f64>,
     pub last_time: Option<f64>,
 }
 
@@ -131,6 +148,7 @@ impl RankState {
             samples_per_s: other(),
             iters_per_s: other(),
             tokens_per_s: other(),
+            tokens_per_gpu_s: other(),
             loss: other(),
             loss_track: LossTrack::default(),
             lr: None,
@@ -141,6 +159,9 @@ impl RankState {
             logged_eta_s: None,
             batch_size: None,
             last_stamp: None,
+            last_elapsed: None,
+            last_avg: None,
+            logged_avg_step_ms: None,
             last_time: None,
         }
     }
@@ -152,12 +173,40 @@ impl RankState {
         rec: &StepRecord,
         t: f64,
         real_time: bool,
-        global_batch: Option<f64>,
+        sizes: &Sizes,
     ) -> StepRecord {
         let mut d = rec.clone();
-        let batch = rec.batch_size.or(global_batch);
+        let batch = rec.batch_size.or(sizes.batch);
         if d.step_time_ms.is_none() {
             d.step_time_ms = d.iters_per_s.filter(|r| *r > 0.0).map(|r| 1000.0 / r);
+        }
+        if let (Some(step), Some(e)) = (d.step, d.elapsed_s) {
+            // A running total of training time: the step time is its growth per step since
+            // the last line. A total that goes back was restarted (a clock reset after
+            // warm-up, a new run): it gives no step time until the next line.
+            if d.step_time_ms.is_none()
+                && let Some((s0, e0)) = self.last_elapsed
+                && step > s0
+                && e >= e0
+            {
+                d.step_time_ms = Some((e - e0) * 1000.0 / (step - s0) as f64);
+            }
+            self.last_elapsed = Some((step, e));
+        }
+        if let (Some(step), Some(a)) = (d.step, d.avg_step_ms) {
+            // A running average since the start: the steps since the last line took
+            // (n a - m a') / (n - m) each; the first line's average stands for its steps.
+            if d.step_time_ms.is_none() {
+                d.step_time_ms = match self.last_avg {
+                    Some((s0, a0)) if step > s0 => {
+                        let t = (step as f64 * a - s0 as f64 * a0) / (step - s0) as f64;
+                        (t > 0.0).then_some(t)
+                    }
+                    Some(_) => None,
+                    None => Some(a),
+                };
+            }
+            self.last_avg = Some((step, a));
         }
         if d.step_time_ms.is_none()
             && real_time
@@ -180,6 +229,20 @@ impl RankState {
             && let (Some(ips), Some(b)) = (d.iters_per_s, batch)
         {
             d.samples_per_s = Some(ips * b);
+        }
+        if let Some(g) = sizes.gpus.filter(|g| *g > 0.0) {
+            if d.tokens_per_s.is_none() {
+                d.tokens_per_s = d.tokens_per_gpu_s.map(|t| t * g);
+            }
+            if d.tokens_per_gpu_s.is_none() {
+                d.tokens_per_gpu_s = d.tokens_per_s.map(|t| t / g);
+            }
+        }
+        if d.tokens_per_s.is_none()
+            && let (Some(ips), Some(tokens)) = (d.iters_per_s, sizes.tokens_per_step)
+        {
+            d.tokens_per_s = Some(ips * tokens);
+            d.tokens_per_gpu_s = sizes.gpus.filter(|g| *g > 0.0).map(|g| ips * tokens / g);
         }
         if real_time && let Some(step) = d.step {
             // A new epoch restarts in-epoch positions: the next delta would be negative.
@@ -219,6 +282,7 @@ impl RankState {
         push(&mut self.samples_per_s, d.samples_per_s);
         push(&mut self.iters_per_s, d.iters_per_s);
         push(&mut self.tokens_per_s, d.tokens_per_s);
+        push(&mut self.tokens_per_gpu_s, d.tokens_per_gpu_s);
         push(&mut self.loss, d.loss);
         if let Some(l) = d.loss {
             self.loss_track.push(l);
@@ -229,6 +293,7 @@ impl RankState {
         keep_latest(&mut self.mfu_pct, d.mfu_pct);
         keep_latest(&mut self.memory_mb, d.memory_mb);
         keep_latest(&mut self.logged_eta_s, d.eta_s);
+        keep_latest(&mut self.logged_avg_step_ms, d.avg_step_ms);
         keep_latest(&mut self.batch_size, d.batch_size);
     }
 
@@ -239,6 +304,8 @@ impl RankState {
         self.first_step = None;
         self.last_step = None;
         self.last_stamp = None;
+        self.last_elapsed = None;
+        self.last_avg = None;
     }
 
     /// A step time (and data wait) a timing block's whole-step total gave, for a log whose
@@ -289,6 +356,13 @@ impl RankState {
 mod tests {
     use super::*;
 
+    fn batch(b: f64) -> Sizes {
+        Sizes {
+            batch: Some(b),
+            ..Sizes::default()
+        }
+    }
+
     fn rec(step: u64) -> StepRecord {
         StepRecord {
             step: Some(step),
@@ -299,10 +373,10 @@ mod tests {
     #[test]
     fn step_time_from_timestamps_then_rates() {
         let mut r = RankState::new(10);
-        let d = r.derive(&rec(10), 100.0, true, Some(3.0));
+        let d = r.derive(&rec(10), 100.0, true, &batch(3.0));
         assert_eq!(d.step_time_ms, None);
         r.push(&d, 100.0);
-        let d = r.derive(&rec(12), 112.0, true, Some(3.0));
+        let d = r.derive(&rec(12), 112.0, true, &batch(3.0));
         assert_eq!(d.step_time_ms, Some(6000.0));
         assert_eq!(d.samples_per_s, Some(0.5));
         let d = r.derive(
@@ -312,7 +386,7 @@ mod tests {
             },
             0.0,
             false,
-            None,
+            &Sizes::default(),
         );
         assert_eq!(d.step_time_ms, Some(250.0));
     }
@@ -320,8 +394,12 @@ mod tests {
     #[test]
     fn synthetic_times_never_make_step_times() {
         let mut r = RankState::new(10);
-        r.derive(&rec(1), 1.0, false, None);
-        assert_eq!(r.derive(&rec(2), 9.0, false, None).step_time_ms, None);
+        r.derive(&rec(1), 1.0, false, &Sizes::default());
+        assert_eq!(
+            r.derive(&rec(2), 9.0, false, &Sizes::default())
+                .step_time_ms,
+            None
+        );
     }
 
     #[test]
@@ -335,7 +413,7 @@ mod tests {
                 loss: Some(2.0 - i as f64 * 1e-3),
                 ..rec(i + 1)
             };
-            let d = r.derive(&d, i as f64, true, None);
+            let d = r.derive(&d, i as f64, true, &Sizes::default());
             r.push(&d, i as f64);
         }
         // Step time: the last RANK_WINDOW values and the run's quantiles.
@@ -350,7 +428,7 @@ mod tests {
         assert!(r.data_share().is_some());
         // The merged view keeps everything.
         let mut all = RankState::new(100);
-        let d = all.derive(&rec(1), 0.0, true, None);
+        let d = all.derive(&rec(1), 0.0, true, &Sizes::default());
         all.push(
             &StepRecord {
                 step_time_ms: Some(100.0),

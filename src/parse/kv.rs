@@ -193,18 +193,28 @@ pub enum Field {
     TotalSteps,
     Epoch,
     StepTime(Unit),
+    /// Training time so far: `train_time:98412ms`, `elapsed: 0:41:07`.
+    Elapsed(Unit),
+    /// The step time averaged since the start: `step_avg:231.55ms`.
+    AvgStepTime(Unit),
     DataTime(Unit),
     /// `11ms/step`, `2.83s/it`: the unit is in the value.
     TimePerStep,
     SamplesPerS,
     ItersPerS,
     BatchSize,
+    GlobalBatch,
+    GradAccum,
+    SeqLen,
+    TokensPerStep,
     /// Loss, with a rank: `loss` beats `train_loss` beats `loss_step`.
     Loss(u8),
     Lr,
     GradNorm,
     LossScale,
     TokensPerS,
+    /// Tokens per second of one GPU: `tgs` (tokens per GPU per second).
+    TokensPerGpuS,
     Mfu,
     Memory(Unit),
     Eta,
@@ -235,7 +245,7 @@ pub fn lookup(key: &str) -> Option<Field> {
 
 /// Maps a key as frameworks print it to the figure it names.
 pub fn field_of(key: &str) -> Option<Field> {
-    let mut buf = [0u8; 48];
+    let mut buf = [0u8; 72];
     let raw = key.as_bytes();
     if raw.len() > buf.len() {
         return None;
@@ -262,7 +272,11 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"num_training_steps"
         | b"train_steps" => TotalSteps,
         b"epoch" | b"ep" => Epoch,
-        b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"train_time" => StepTime(Unit::S),
+        b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"dt" => StepTime(Unit::S),
+        b"train_time" | b"elapsed" | b"elapsed_time" | b"time_elapsed" | b"training_time"
+        | b"wall" | b"total_time" => Elapsed(Unit::S),
+        b"step_avg" | b"avg_step_time" | b"avg_time" | b"time_avg" | b"avg_iter_time"
+        | b"step_time_avg" => AvgStepTime(Unit::S),
         b"elapsed_time_per_iteration_(ms)" | b"step_time_ms" | b"iter_time_ms" | b"time_ms" => {
             StepTime(Unit::Ms)
         }
@@ -292,15 +306,36 @@ pub fn field_of(key: &str) -> Option<Field> {
         b"batch_size"
         | b"bs"
         | b"bsz"
-        | b"global_batch_size"
         | b"batch"
         | b"per_device_train_batch_size"
         | b"instantaneous_batch_size_per_device"
-        | b"train_batch_size"
-        // mmcv's config dump: images per GPU; detectron2's: images per step, all GPUs.
+        | b"micro_batch_size"
+        | b"train_micro_batch_size_per_gpu"
+        // mmcv's config dump: images per GPU.
         | b"samples_per_gpu"
-        | b"imgs_per_gpu"
-        | b"ims_per_batch" => BatchSize,
+        | b"imgs_per_gpu" => BatchSize,
+        // Whole-job batches: detectron2's images per step over all GPUs, DeepSpeed's
+        // `train_batch_size`, Hugging Face's header.
+        b"global_batch_size"
+        | b"ims_per_batch"
+        | b"train_batch_size"
+        | b"total_batch_size"
+        | b"effective_batch_size"
+        | b"total_train_batch_size"
+        | b"total_train_batch_size_(w._parallel,_distributed_&_accumulation)" => GlobalBatch,
+        b"gradient_accumulation_steps"
+        | b"gradient_accumulation"
+        | b"grad_accum"
+        | b"grad_accum_steps"
+        | b"accumulation_steps"
+        | b"accum_steps" => GradAccum,
+        b"seq_length" | b"seq_len" | b"sequence_length" | b"max_seq_length" | b"max_seq_len"
+        | b"block_size" | b"context_length" => SeqLen,
+        b"tokens_per_iteration_will_be"
+        | b"tokens_per_iteration"
+        | b"tokens_per_step"
+        | b"tokens_per_batch"
+        | b"total_desired_batch_size" => TokensPerStep,
         b"loss" => Loss(4),
         b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value" => Loss(3),
         b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
@@ -313,9 +348,11 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"wps"
         | b"tokens_per_second"
         | b"tok/s"
-        | b"tgs"
-        | b"tokens/sec"
-        | b"tokens_per_gpu_per_second_tgs" => TokensPerS,
+        | b"tok/sec"
+        | b"tokens/sec" => TokensPerS,
+        b"tgs" | b"tokens_per_gpu_per_second_tgs" | b"tokens_per_gpu_per_second_(tgs)" => {
+            TokensPerGpuS
+        }
         b"mfu" | b"mfu_%" | b"mfu(%)" => Mfu,
         b"memory" | b"mem" | b"max_mem" | b"gpu_mem" | b"max_memory" | b"memory_mb" => {
             Memory(Unit::MiB)
@@ -389,6 +426,16 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         Field::Total | Field::TotalSteps => set_u64(&mut rec.total, v),
         Field::Epoch => set(&mut rec.epoch, v),
         Field::StepTime(default) => set_opt(&mut rec.step_time_ms, num::to_ms(v, unit, default)),
+        Field::Elapsed(default) => set_opt(&mut rec.elapsed_s, {
+            // `0:41:07` is a clock, not a number with a unit.
+            let tok = value.split([' ', ',']).next().unwrap_or("");
+            if tok.contains(':') {
+                num::duration_s(tok)
+            } else {
+                num::to_ms(v, unit, default).map(|ms| ms / 1000.0)
+            }
+        }),
+        Field::AvgStepTime(default) => set_opt(&mut rec.avg_step_ms, num::to_ms(v, unit, default)),
         Field::DataTime(default) => set_opt(&mut rec.data_time_ms, num::to_ms(v, unit, default)),
         Field::TimePerStep => {
             let per = suffix.split('/').next().unwrap_or("");
@@ -401,7 +448,7 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         }
         Field::SamplesPerS => set(&mut rec.samples_per_s, scaled(v, suffix)),
         Field::ItersPerS => set(&mut rec.iters_per_s, scaled(v, suffix)),
-        Field::BatchSize => set(&mut rec.batch_size, v),
+        Field::BatchSize | Field::GlobalBatch => set(&mut rec.batch_size, v),
         Field::Loss(rank) => {
             if rank > seen.loss_rank {
                 seen.loss_rank = rank;
@@ -413,6 +460,7 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         Field::GradNorm => set(&mut rec.grad_norm, v),
         Field::LossScale => set(&mut rec.loss_scale, v),
         Field::TokensPerS => set(&mut rec.tokens_per_s, scaled(v, suffix)),
+        Field::TokensPerGpuS => set(&mut rec.tokens_per_gpu_s, scaled(v, suffix)),
         // nanoGPT prints -100% until its estimate is ready.
         Field::Mfu => !v.is_sign_negative() && set(&mut rec.mfu_pct, v),
         Field::Memory(default) => set_opt(&mut rec.memory_mb, num::to_mib(v, unit, default)),
@@ -466,6 +514,10 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
     Some(match field {
         Field::NumWorkers => ConfigFact::NumWorkers(int()?),
         Field::BatchSize => ConfigFact::BatchSize(int()?),
+        Field::GlobalBatch => ConfigFact::GlobalBatch(int()?),
+        Field::GradAccum => ConfigFact::GradAccum(int()?),
+        Field::SeqLen => ConfigFact::SeqLen(int()?),
+        Field::TokensPerStep => ConfigFact::TokensPerStep(num::integer(word)?),
         Field::WorldSize => ConfigFact::WorldSize(int()?),
         Field::TotalSteps => ConfigFact::TotalSteps(num::integer(word)?),
         Field::PinMemory => ConfigFact::PinMemory(flag()?),

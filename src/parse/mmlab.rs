@@ -1,7 +1,7 @@
 //! OpenMMLab: mmengine (`Epoch(train)  [1][ 50/663]  lr: ...`, two-space separated) and the old
 //! mmcv runner (`Epoch [1][2400/7517]\tlr: ..., eta: ...`, comma separated).
 
-use super::record::{Format, Record, StepRecord};
+use super::record::{Counter, Format, Record, StepRecord};
 use super::{eval, kv, num, push_step, read_pairs};
 
 /// `Epoch(mode) [e][i/N]  ...` or `Iter(mode) [i/N]  ...`; modes other than train are evals.
@@ -43,6 +43,8 @@ fn position(s: &str, by_epoch: bool, format: Format, out: &mut Vec<Record>) -> O
     let pos = match (by_epoch, groups.as_slice()) {
         (true, [epoch, pos]) => {
             rec.epoch = Some(num::number(epoch)?);
+            // Epochs from 1, iterations within the epoch.
+            rec.counter = Counter::InEpoch { base: 1 };
             pos
         }
         (false, [pos]) => pos,

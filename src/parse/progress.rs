@@ -1,7 +1,7 @@
 //! Progress bars and counters: tqdm (plain, Hugging Face, fairseq), PyTorch Lightning (tqdm and
 //! rich bars), Keras 2 and 3, and Ultralytics rows. Each `\r` redraw is its own record.
 
-use super::record::{EventKind, Format, Record, StepRecord};
+use super::record::{Counter, EventKind, Format, Record, StepRecord};
 use super::trace::{self, Kind, Val};
 use super::{Context, dispatch, events, kv, num, prefix, push_event, push_step, read_pairs};
 
@@ -47,6 +47,8 @@ fn rich_bar(tail: &str, epoch: f64, out: &mut Vec<Record>) -> Option<Format> {
     let (n, total) = pos.split_once('/')?;
     let mut rec = StepRecord {
         epoch: Some(epoch),
+        // Lightning counts epochs from 0 and batches within the epoch.
+        counter: Counter::InEpoch { base: 0 },
         ..StepRecord::default()
     };
     rec.step = Some(num::integer(n)?);
@@ -85,6 +87,8 @@ pub fn counter_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
     }
     let mut rec = StepRecord {
         epoch: ctx.keras_epoch,
+        // Keras counts epochs from 1 (`Epoch 3/10`) and batches within the epoch.
+        counter: Counter::InEpoch { base: 1 },
         ..StepRecord::default()
     };
     rec.step = Some(num::integer(n)?);
@@ -146,6 +150,8 @@ fn ultralytics(
         new_tqdm(bar_part)?
     };
     rec.epoch = Some(num::number(epoch)?);
+    // Epochs from 1 (`1/100`), batches within the epoch.
+    rec.counter = Counter::InEpoch { base: 1 };
     rec.memory_mb = Some(mem_v * 1024.0);
     rec.loss = Some(losses.iter().sum());
     push_step(rec, &kv::Collected::default(), rest, out);
@@ -228,6 +234,12 @@ fn bar(
     if training {
         let mut rec = StepRecord {
             epoch,
+            // A Lightning bar counts the batches of its epoch (from 0); a plain bar is the
+            // run's training bar or an evaluation's, which the feed tells apart.
+            counter: match epoch {
+                Some(_) => Counter::InEpoch { base: 0 },
+                None => Counter::Bar,
+            },
             ..StepRecord::default()
         };
         let (n, total) = pos

@@ -63,6 +63,28 @@ impl Format {
     }
 }
 
+/// How a line counts its steps, when its number is not plainly the run's global step. Decided
+/// once per line shape by the parser; the file's feed turns the count into the global step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counter {
+    /// The global training step.
+    #[default]
+    Global,
+    /// A progress bar's position (tqdm without an epoch): the run's training bar, or another
+    /// bar (an evaluation's) that runs inside it, told apart by the feed.
+    Bar,
+    /// The position within the epoch (`epoch`, counted from `base`), `total` being the
+    /// epoch's length: `Epoch [8][700/750]`.
+    InEpoch { base: u8 },
+}
+
+impl Counter {
+    pub fn is_global(&self) -> bool {
+        *self == Counter::Global
+    }
+}
+
 /// One training step's figures, as far as the line gives them. Times are milliseconds,
 /// memory is MiB, rates are per second, `mfu_pct` is a percentage.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -70,7 +92,16 @@ pub struct StepRecord {
     pub step: Option<u64>,
     pub total: Option<u64>,
     pub epoch: Option<f64>,
+    #[serde(skip_serializing_if = "Counter::is_global")]
+    pub counter: Counter,
     pub step_time_ms: Option<f64>,
+    /// Training time so far, a running total (`train_time:98412ms`): differenced, never a
+    /// step time itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_s: Option<f64>,
+    /// The step time averaged since the start (`step_avg:231.55ms`, detectron2's `time`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_step_ms: Option<f64>,
     pub data_time_ms: Option<f64>,
     pub samples_per_s: Option<f64>,
     pub iters_per_s: Option<f64>,
@@ -80,6 +111,9 @@ pub struct StepRecord {
     pub grad_norm: Option<f64>,
     pub loss_scale: Option<f64>,
     pub tokens_per_s: Option<f64>,
+    /// Tokens per second of one GPU (`tgs`, torchtitan's `tps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_gpu_s: Option<f64>,
     pub mfu_pct: Option<f64>,
     pub memory_mb: Option<f64>,
     pub eta_s: Option<f64>,
@@ -103,12 +137,18 @@ impl StepRecord {
             return Some("a step number that overflows");
         }
         let bad = |v: Option<f64>| v.is_some_and(|v| !v.is_finite() || v < 0.0);
-        if bad(self.step_time_ms) || bad(self.data_time_ms) || bad(self.eta_s) {
+        if bad(self.step_time_ms)
+            || bad(self.data_time_ms)
+            || bad(self.eta_s)
+            || bad(self.elapsed_s)
+            || bad(self.avg_step_ms)
+        {
             return Some("a negative or infinite time");
         }
         if bad(self.samples_per_s)
             || bad(self.iters_per_s)
             || bad(self.tokens_per_s)
+            || bad(self.tokens_per_gpu_s)
             || bad(self.batch_size)
         {
             return Some("a negative or infinite rate");
@@ -206,7 +246,15 @@ impl EventKind {
 #[serde(rename_all = "kebab-case", tag = "fact", content = "value")]
 pub enum ConfigFact {
     NumWorkers(u32),
+    /// Samples per step of one process (a DataLoader's `batch_size`, `per_device_...`).
     BatchSize(u32),
+    /// Samples per optimizer step of the whole job, stated as such (`global_batch_size`,
+    /// detectron2's `IMS_PER_BATCH`, Hugging Face's "Total train batch size").
+    GlobalBatch(u32),
+    GradAccum(u32),
+    SeqLen(u32),
+    /// Tokens per optimizer step of the whole job (`tokens per iteration will be: 16,384`).
+    TokensPerStep(u64),
     WorldSize(u32),
     PinMemory(bool),
     AmpDtype(String),

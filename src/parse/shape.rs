@@ -294,6 +294,8 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
                 for x in [
                     &mut s.epoch,
                     &mut s.step_time_ms,
+                    &mut s.elapsed_s,
+                    &mut s.avg_step_ms,
                     &mut s.data_time_ms,
                     &mut s.samples_per_s,
                     &mut s.iters_per_s,
@@ -303,6 +305,7 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
                     &mut s.grad_norm,
                     &mut s.loss_scale,
                     &mut s.tokens_per_s,
+                    &mut s.tokens_per_gpu_s,
                     &mut s.mfu_pct,
                     &mut s.memory_mb,
                     &mut s.eta_s,

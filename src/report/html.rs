@@ -540,7 +540,23 @@ fn sources(o: &mut String, r: &Report) {
             s.rejected
         );
     }
-    o.push_str("</table></section>\n");
+    o.push_str("</table>");
+    if !r.unparsed_shapes.is_empty() {
+        o.push_str("<h3>Not understood</h3><p>The most frequent shapes of unparsed lines (numbers as N), with the first example of each.</p><table><tr><th>lines</th><th>shape</th><th>first example</th></tr>");
+        for u in &r.unparsed_shapes {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}:{}: <code>{}</code></td></tr>",
+                u.count,
+                esc(&u.shape),
+                esc(&u.source),
+                u.line,
+                esc(&u.example)
+            );
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("</section>\n");
 }
 
 /// Text as HTML text or attribute value: a stage named `<script>` stays text.

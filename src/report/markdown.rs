@@ -162,6 +162,21 @@ pub fn render(r: &Report) -> String {
             s.unparsed
         );
     }
+    if !r.unparsed_shapes.is_empty() {
+        o.push_str("\n### Not understood\n\nThe most frequent shapes of unparsed lines (numbers as N):\n\n| lines | shape | first example |\n|---:|---|---|\n");
+        for u in &r.unparsed_shapes {
+            let file = u.source.rsplit('/').next().unwrap_or(&u.source);
+            let _ = writeln!(
+                o,
+                "| {} | `{}` | {}:{}: `{}` |",
+                u.count,
+                escape(&u.shape).replace('`', "'"),
+                escape(file),
+                u.line,
+                escape(&u.example).replace('`', "'")
+            );
+        }
+    }
     o.push_str("\n### Checklist\n\n| check | status | value |\n|---|---|---|\n");
     for c in &r.checklist {
         let status = match c.status {

@@ -88,6 +88,9 @@ fn replay_recording(
 pub struct Report {
     pub schema_version: u32,
     pub sources: Vec<SourceOut>,
+    /// The most frequent shapes of the lines nothing read (numbers folded to `N`), with one
+    /// example each: what steptop skipped, to write a `[[pattern]]` for.
+    pub unparsed_shapes: Vec<UnparsedOut>,
     /// Set when the files look like separate runs (each starts at the same first step): a
     /// sentence pointing to `steptop compare`.
     pub separate_runs: Option<String>,
@@ -99,6 +102,10 @@ pub struct Report {
     pub samples_per_s: Option<f64>,
     pub iters_per_s: Option<f64>,
     pub tokens_per_s: Option<f64>,
+    /// Tokens per second of one GPU: printed (`tgs`), or the job's over its GPUs.
+    pub tokens_per_gpu_s: Option<f64>,
+    /// The model FLOPs utilisation the log printed last, a percentage.
+    pub mfu_pct: Option<f64>,
     pub stages: Vec<StageOut>,
     /// Stage lines left out of the per-name figures: their name came after 256 others.
     pub stage_lines_dropped: u64,
@@ -220,6 +227,42 @@ pub struct SourceOut {
     pub rank: Option<u32>,
     /// The first step the file logs.
     pub first_step: Option<u64>,
+}
+
+/// One shape of unparsed lines, across the files.
+#[derive(Debug, Serialize)]
+pub struct UnparsedOut {
+    pub shape: String,
+    pub count: u64,
+    /// The first line of that shape: its file, line number and text.
+    pub source: String,
+    pub line: u64,
+    pub example: String,
+}
+
+/// Unparsed shapes a report lists.
+const UNPARSED_SHAPES_SHOWN: usize = 5;
+
+/// The most frequent unparsed shapes over every file, the first example of each.
+fn unparsed_shapes(feeds: &[Feed]) -> Vec<UnparsedOut> {
+    let mut all: std::collections::HashMap<&str, UnparsedOut> = Default::default();
+    for feed in feeds {
+        for (shape, s) in feed.stats.unparsed_shapes.iter() {
+            all.entry(shape)
+                .and_modify(|o| o.count += s.count)
+                .or_insert_with(|| UnparsedOut {
+                    shape: shape.to_string(),
+                    count: s.count,
+                    source: feed.path.clone(),
+                    line: s.line,
+                    example: s.example.clone(),
+                });
+        }
+    }
+    let mut out: Vec<UnparsedOut> = all.into_values().collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.shape.cmp(&b.shape)));
+    out.truncate(UNPARSED_SHAPES_SHOWN);
+    out
 }
 
 /// A line refused because its figures cannot be true.
@@ -399,6 +442,7 @@ impl Report {
                     first_step: feed.first_step(),
                 })
                 .collect(),
+            unparsed_shapes: unparsed_shapes(&a.feeds),
             separate_runs: separate_runs(&a.feeds),
             steps: StepsOut {
                 count: g.records,
@@ -412,12 +456,19 @@ impl Report {
                 eta_s: g.eta_s(m.cfg.window_steps),
                 logged_eta_s: g.logged_eta_s,
             },
-            step_time_ms: Quantiles::of(&g.step_time_ms.run),
+            step_time_ms: Quantiles::of(&g.step_time_ms.run).map(|q| Quantiles {
+                // The training script's own running average is the run's mean step time by
+                // its measure (it may leave out warm-up steps the log never timed).
+                mean: g.logged_avg_step_ms.unwrap_or(q.mean),
+                ..q
+            }),
             data_time_ms: Quantiles::of(&g.data_time_ms.run),
             data_share: b.data_share,
             samples_per_s: g.samples_per_s.run.quantile(0.5),
             iters_per_s: g.iters_per_s.run.quantile(0.5),
             tokens_per_s: g.tokens_per_s.run.quantile(0.5),
+            tokens_per_gpu_s: g.tokens_per_gpu_s.run.quantile(0.5),
+            mfu_pct: g.mfu_pct,
             stage_lines_dropped: m.stages.names_dropped,
             stages: hottest
                 .iter()

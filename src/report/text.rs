@@ -90,6 +90,22 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if !r.unparsed_shapes.is_empty() {
+        o.push_str("\nnot understood (the most frequent shapes of unparsed lines, numbers as N)\n");
+        for u in &r.unparsed_shapes {
+            let (shape, example) = (
+                display::shown(&u.shape, Tabs::Space),
+                display::shown(&u.example, Tabs::Space),
+            );
+            let (shape, example) = (
+                display::truncate(&shape, 70),
+                display::truncate(&example, 70),
+            );
+            let file = u.source.rsplit('/').next().unwrap_or(&u.source);
+            let _ = writeln!(o, "  {:>6}x  {shape}", u.count);
+            let _ = writeln!(o, "           e.g. {file}:{}: {example}", u.line);
+        }
+    }
     // Log text laid out by cells above was shown before it was measured; this pass shows the
     // rest (sources' paths, events' file names), so nothing invisible reaches the terminal.
     display::shown_owned(o, Tabs::Space)

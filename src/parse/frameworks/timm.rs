@@ -2,7 +2,7 @@
 //! (0.742s,  258.85/s)  LR: 1.000e-04  Data: 0.010 (0.024)`. The first value of each pair is the
 //! current one, the bracketed one the average; the current ones are taken.
 
-use crate::parse::record::{Format, Record, StepRecord};
+use crate::parse::record::{Counter, Format, Record, StepRecord};
 use crate::parse::{kv, num, push_step};
 
 /// The fields are found by their labels: the generic scanner would mix current and average.
@@ -15,6 +15,8 @@ pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         epoch: Some(num::number(epoch)?),
         step: Some(num::integer(i)?),
         total: num::integer(n),
+        // timm counts epochs from 0 and batches within the epoch.
+        counter: Counter::InEpoch { base: 0 },
         ..StepRecord::default()
     };
     let mut seen = kv::Collected::default();
