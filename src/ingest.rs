@@ -154,7 +154,7 @@ fn parse_in_place(block: Block, feed: &mut Feed, scratch: &mut Vec<Record>) -> L
     let mut out = Lines::default();
     for i in 0..block.lines.len() {
         let info = feed.parser().parse(block.raw(i), scratch);
-        let refused = feed.admit(&info, scratch, block.raw(i));
+        let refused = feed.admit(&info, scratch);
         deliver(&mut out, feed, &block, i, info, refused, scratch.drain(..));
     }
     out.text = block.bytes;
@@ -330,7 +330,7 @@ fn apply(parsed: Parsed, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
     for (i, info) in infos.into_iter().enumerate() {
         let count = counts[i] as usize;
         if converged {
-            let refused = feed.admit(&info, &mut records.as_mut_slice()[..count], block.raw(i));
+            let refused = feed.admit(&info, &records.as_slice()[..count]);
             deliver(
                 &mut out,
                 feed,
@@ -344,7 +344,7 @@ fn apply(parsed: Parsed, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
         }
         records.by_ref().take(count).for_each(drop);
         let info = feed.parser().parse(block.raw(i), scratch);
-        let refused = feed.admit(&info, scratch, block.raw(i));
+        let refused = feed.admit(&info, scratch);
         deliver(&mut out, feed, &block, i, info, refused, scratch.drain(..));
         converged = feed.parser().context() == after[i];
     }

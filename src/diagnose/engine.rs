@@ -106,6 +106,9 @@ pub struct Diagnosis {
     unscored_left: u64,
     /// The ids of the rules with an active alert, as the rules see them.
     active_ids: Vec<&'static str>,
+    /// The id the first alert of the current run has (or will have): alerts of earlier runs
+    /// in the same file are history, not this run's.
+    run_first_id: u64,
 }
 
 impl Diagnosis {
@@ -127,7 +130,28 @@ impl Diagnosis {
             last_step: None,
             unscored_left: 0,
             active_ids: Vec::new(),
+            run_first_id: 0,
         }
+    }
+
+    /// A new run began (its file's step count went back) at `step`, `time`: the alerts of the
+    /// last run clear, and the rules start over as at the start of a log (warm-up, sustain).
+    pub fn new_run(&mut self, step: Option<u64>, time: f64) {
+        for i in 0..RULES.len() {
+            self.clear(i, None, step, time);
+        }
+        self.states = vec![RuleState::default(); RULES.len()];
+        self.steps_seen = 0;
+        self.scored = 0;
+        self.last_step = None;
+        self.unscored_left = 0;
+        self.run_first_id = self.raised();
+    }
+
+    /// The kept alerts raised in the current run.
+    pub fn run_alerts(&self) -> impl Iterator<Item = &Alert> {
+        let from = self.alert_ids.partition_point(|id| *id < self.run_first_id);
+        self.alerts[from..].iter()
     }
 
     /// Evaluates what `trigger` concerns, after it reached `m`.

@@ -5,15 +5,17 @@ pub mod baseline;
 pub mod batch;
 pub mod breakdown;
 pub mod cache;
+pub mod counters;
 pub mod hardware;
 pub mod ranks;
 pub mod run;
+pub mod runs;
 pub mod stages;
 pub mod timeline;
 pub mod timing;
 pub mod window;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::loglines::{LineKind, LogLines};
 use crate::parse::record::{
@@ -21,6 +23,8 @@ use crate::parse::record::{
 };
 use batch::Batches;
 use cache::CacheState;
+use counters::{Counted, Counters};
+use runs::{RUNS_KEPT, RunSummary};
 use hardware::{GpuChange, Hardware};
 use run::RankState;
 use stages::{Stages, StepFacts};
@@ -128,13 +132,21 @@ pub struct Model {
     /// The last lines of the logs as delivered in messages (live runs and recordings),
     /// cleaned: the log pane shows them, and a crashed run's alert quotes what it said last.
     pub log: LogLines,
+    /// How each file's ranks count their steps, to make them the run's global steps.
+    counters: HashMap<(usize, u32), Counters>,
+    /// Runs that ended before this one in the same file, oldest first (at most `RUNS_KEPT`).
+    pub runs: Vec<RunSummary>,
+    /// Earlier runs past `RUNS_KEPT`, only counted.
+    pub runs_dropped: u64,
+    /// The file and the first and last line of this run's step records.
+    pub run_lines: Option<(usize, u64, u64)>,
 }
 
 /// The training setup as the logs state it.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Facts {
     pub num_workers: Option<u32>,
-    /// Samples per step of one process.
+    /// The batch size the log states: one process's where it says so, else the global one.
     pub batch_size: Option<u32>,
     /// Samples per optimizer step of the whole job, as the log states it.
     pub global_batch: Option<u32>,
@@ -179,7 +191,11 @@ impl Facts {
         match f {
             ConfigFact::NumWorkers(v) => self.num_workers = Some(v),
             ConfigFact::BatchSize(v) => self.batch_size = Some(v),
-            ConfigFact::GlobalBatch(v) => self.global_batch = Some(v),
+            ConfigFact::GlobalBatch(v) => {
+                self.global_batch = Some(v);
+                // The batch size the log states, where it states no other.
+                self.batch_size.get_or_insert(v);
+            }
             ConfigFact::GradAccum(v) => self.grad_accum = Some(v),
             ConfigFact::SeqLen(v) => self.seq_len = Some(v),
             ConfigFact::TokensPerStep(v) => self.tokens_per_step = Some(v),
@@ -196,25 +212,43 @@ impl Facts {
     /// global batch as stated, else one process's batch times the processes and the
     /// gradient accumulation (one each when not stated).
     pub fn step_samples(&self) -> Option<f64> {
-        if let Some(g) = self.global_batch {
-            return Some(f64::from(g));
+        let per_step = || {
+            Some(
+                f64::from(self.batch_size?)
+                    * f64::from(self.world_size.unwrap_or(1))
+                    * f64::from(self.grad_accum.unwrap_or(1)),
+            )
+        };
+        match self.global_batch {
+            Some(_) if self.global_batch_in_tokens() => per_step(),
+            Some(g) => Some(f64::from(g)),
+            None => per_step(),
         }
-        Some(
-            f64::from(self.batch_size?)
-                * f64::from(self.world_size.unwrap_or(1))
-                * f64::from(self.grad_accum.unwrap_or(1)),
-        )
+    }
+
+    /// A "total batch size" that is one process's batch times the processes, the gradient
+    /// accumulation and the sequence length counts tokens, not samples (llm.c's
+    /// `total_batch_size=524288` for 32 sequences of 1024 tokens, 16 times).
+    fn global_batch_in_tokens(&self) -> bool {
+        let (Some(g), Some(b), Some(t)) = (self.global_batch, self.batch_size, self.seq_len) else {
+            return false;
+        };
+        let samples = u64::from(b)
+            * u64::from(self.world_size.unwrap_or(1))
+            * u64::from(self.grad_accum.unwrap_or(1));
+        u64::from(g) == samples * u64::from(t) && t > 1
     }
 
     /// What a step holds, for the rates a line leaves out.
     pub fn sizes(&self) -> run::Sizes {
         let batch = self.step_samples();
+        let stated_tokens = self
+            .tokens_per_step
+            .or_else(|| self.global_batch_in_tokens().then(|| self.global_batch.map(u64::from))?);
         run::Sizes {
             batch,
-            tokens_per_step: self
-                .tokens_per_step
-                .map(|t| t as f64)
-                .or_else(|| Some(batch? * f64::from(self.seq_len?))),
+            tokens_per_step: stated_tokens.map(|t| t as f64),
+            seq_len: self.seq_len.map(f64::from),
             gpus: self.world_size.map(f64::from),
         }
     }
@@ -256,7 +290,60 @@ impl Model {
             hardware: Hardware::default(),
             timeline: Timeline::default(),
             log: LogLines::default(),
+            counters: HashMap::new(),
+            runs: Vec::new(),
+            runs_dropped: 0,
+            run_lines: None,
         }
+    }
+
+    /// A step record with its step made the run's global step (a position in an epoch
+    /// becomes the iterations done), or the evaluation event an evaluation bar's redraw is;
+    /// other records as they are. True with a step that starts a new run in its file: call
+    /// `new_run` before applying it. Call before `apply`, which takes global steps.
+    pub fn count(&mut self, stamp: &Stamp, rec: Record) -> (Record, bool) {
+        let Record::Step(mut s) = rec else {
+            return (rec, false);
+        };
+        if s.step.is_none() && s.counter.is_global() {
+            return (Record::Step(s), false);
+        }
+        let counters = self.counters.entry((stamp.source, stamp.rank)).or_default();
+        match counters.count(&mut s) {
+            Counted::Step => (Record::Step(s), false),
+            Counted::NewRun => (Record::Step(s), true),
+            Counted::Eval => (counters::eval_event(&s), false),
+        }
+    }
+
+    /// The run in progress ended where a new one starts in the same file: its figures are
+    /// kept in `runs` (with the `alerts` it raised) and the model starts afresh, keeping what
+    /// is not the run's own: the setup the logs stated, the events, the hardware readings,
+    /// the log lines and the clock.
+    pub fn new_run(&mut self, alerts: u64) {
+        let ended = RunSummary::of(
+            &self.merged,
+            self.run_lines.unwrap_or_default(),
+            alerts,
+        );
+        let mut fresh = Model::new(self.cfg);
+        fresh.facts = std::mem::take(&mut self.facts);
+        fresh.events = std::mem::take(&mut self.events);
+        fresh.event_counts = std::mem::take(&mut self.event_counts);
+        fresh.hardware = std::mem::take(&mut self.hardware);
+        fresh.log = std::mem::take(&mut self.log);
+        fresh.runs = std::mem::take(&mut self.runs);
+        fresh.runs_dropped = self.runs_dropped;
+        fresh.real_time = self.real_time;
+        fresh.last_time = self.last_time;
+        fresh.step_clock_s = self.step_clock_s;
+        fresh.counters = std::mem::take(&mut self.counters);
+        if fresh.runs.len() < RUNS_KEPT {
+            fresh.runs.push(ended);
+        } else {
+            fresh.runs_dropped += 1;
+        }
+        *self = fresh;
     }
 
     /// Folds one record into the model.
@@ -417,6 +504,12 @@ impl Model {
     }
 
     fn step(&mut self, stamp: &Stamp, s: &StepRecord) {
+        if s.step.is_some() {
+            self.run_lines = Some(match self.run_lines {
+                Some((source, first, _)) if source == stamp.source => (source, first, stamp.line),
+                _ => (stamp.source, stamp.line, stamp.line),
+            });
+        }
         let window = self.cfg.window_steps;
         let sizes = self.facts.sizes();
         let rank = self

@@ -53,7 +53,10 @@ impl Metric {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sizes {
     pub batch: Option<f64>,
+    /// Tokens per step as the log states them.
     pub tokens_per_step: Option<f64>,
+    /// Tokens per sample: with the batch, the tokens of a step when none are stated.
+    pub seq_len: Option<f64>,
     pub gpus: Option<f64>,
 }
 
@@ -238,8 +241,11 @@ impl RankState {
                 d.tokens_per_gpu_s = d.tokens_per_s.map(|t| t / g);
             }
         }
+        let tokens_per_step = sizes
+            .tokens_per_step
+            .or_else(|| Some(batch? * sizes.seq_len?));
         if d.tokens_per_s.is_none()
-            && let (Some(ips), Some(tokens)) = (d.iters_per_s, sizes.tokens_per_step)
+            && let (Some(ips), Some(tokens)) = (d.iters_per_s, tokens_per_step)
         {
             d.tokens_per_s = Some(ips * tokens);
             d.tokens_per_gpu_s = sizes.gpus.filter(|g| *g > 0.0).map(|g| ips * tokens / g);

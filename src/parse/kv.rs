@@ -7,10 +7,34 @@ use super::record::{CacheRecord, ConfigFact, StepRecord};
 
 /// Calls `f(key, value)` for every pair in `s`. `value` runs to the end of its segment, so a
 /// caller can read `1 day, 12:59:34` or `9.46GiB(64.99%)` whole; only its start is the value.
+/// A table row of two cells (`| micro batch size B | 32 |`) is one pair.
 pub fn pairs<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
+    if let Some((key, value)) = table_row(s).or_else(|| dotted_row(s)) {
+        f(key, value);
+        return;
+    }
     for seg in segments(s) {
         segment_pairs(seg, f);
     }
+}
+
+/// `global_batch_size ............. 80`: an argument dump's row, the key led to its value by
+/// dots (Megatron's, DeepSpeed's).
+fn dotted_row(s: &str) -> Option<(&str, &str)> {
+    let s = s.trim();
+    let (key, rest) = s.split_once(" ...")?;
+    let value = rest.trim_start_matches('.').trim_start_matches(':').trim();
+    let key = key.trim();
+    (!key.is_empty() && !key.contains(' ') && !value.is_empty()).then_some((key, value))
+}
+
+/// `| key | value |`: a two-cell row of a settings table, its value a number or a word.
+fn table_row(s: &str) -> Option<(&str, &str)> {
+    let inner = s.trim().strip_prefix('|')?.strip_suffix('|')?;
+    let (key, value) = inner.split_once('|')?;
+    let (key, value) = (key.trim(), value.trim());
+    let one_word = !value.is_empty() && !value.contains(['|', ' ']);
+    (one_word && !key.is_empty() && !key.contains(['=', ':'])).then_some((key, value))
 }
 
 /// Splits on `|`, tab, `;`, ` - `, `, ` and runs of two or more spaces, outside brackets and
@@ -272,7 +296,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"num_training_steps"
         | b"train_steps" => TotalSteps,
         b"epoch" | b"ep" => Epoch,
-        b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"dt" => StepTime(Unit::S),
+        b"time" | b"step_time" | b"batch_time" | b"iter_time" => StepTime(Unit::S),
         b"train_time" | b"elapsed" | b"elapsed_time" | b"time_elapsed" | b"training_time"
         | b"wall" | b"total_time" => Elapsed(Unit::S),
         b"step_avg" | b"avg_step_time" | b"avg_time" | b"time_avg" | b"avg_iter_time"
@@ -310,6 +334,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"per_device_train_batch_size"
         | b"instantaneous_batch_size_per_device"
         | b"micro_batch_size"
+        | b"micro_batch_size_b"
         | b"train_micro_batch_size_per_gpu"
         // mmcv's config dump: images per GPU.
         | b"samples_per_gpu"
@@ -330,7 +355,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"accumulation_steps"
         | b"accum_steps" => GradAccum,
         b"seq_length" | b"seq_len" | b"sequence_length" | b"max_seq_length" | b"max_seq_len"
-        | b"block_size" | b"context_length" => SeqLen,
+        | b"block_size" | b"context_length" | b"sequence_length_t" => SeqLen,
         b"tokens_per_iteration_will_be"
         | b"tokens_per_iteration"
         | b"tokens_per_step"
@@ -376,7 +401,9 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"cudnn_benchmark"
         | b"torch.backends.cudnn.benchmark"
         | b"benchmark" => CudnnBenchmark,
-        b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" => WorldSize,
+        b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" | b"num_processes" => {
+            WorldSize
+        }
         b"hits" | b"cache_hits" => CacheHits,
         b"misses" | b"cache_misses" => CacheMisses,
         b"hit_rate" | b"cache_hit_rate" | b"hitrate" => CacheHitRate,
@@ -393,6 +420,9 @@ pub struct Collected {
     /// A number written in digits that overflows (`1e999`): not a NaN the run produced but a
     /// value no run can print truthfully.
     pub overflow: bool,
+    /// The line names a range of steps (`Steps 1-50: Energy=...`): a summary over many steps
+    /// (an energy or timing monitor's), not one step.
+    pub step_range: bool,
 }
 
 /// Stores `value` for `field` in `rec`. Returns false when the value is not usable.
@@ -413,6 +443,10 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         return false;
     }
     let ok = match field {
+        Field::Step if suffix.starts_with('-') && suffix[1..].starts_with(|c: char| c.is_ascii_digit()) => {
+            seen.step_range = true;
+            false
+        }
         Field::Step => {
             // `as` saturates: a step past u64 reads as u64::MAX, which `impossible` refuses.
             rec.step = Some(v as u64);

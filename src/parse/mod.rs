@@ -356,6 +356,8 @@ pub(crate) fn dispatch(
         b's' if p.starts_with("step ") && p.contains(": train loss") => {
             eval(p, Format::NanoGpt, out)
         }
+        b's' if p.starts_with("step ") && p.contains(" | ") => frameworks::llm_step(p, out),
+        b's' if p.starts_with("s:") => frameworks::llmc_file(p, out),
         b'v' if p.starts_with("validate step:") => eval(p, Format::Torchtitan, out),
         b'v' if p.starts_with("validation loss at iteration") => eval(p, Format::Megatron, out),
         b'[' => stats::bracket_line(p, ctx, out),
@@ -419,6 +421,13 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         }
     });
     let cached = (cache != CacheRecord::default()).then_some(Record::Cache(cache));
+    if seen.step_range {
+        // A summary over a range of steps (`Steps 1-50: Energy=..., Time=210.3 s`) tells no
+        // step's figures.
+        out.truncate(before);
+        out.extend(cached);
+        return (out.len() > before).then_some(Format::KeyValue);
+    }
     if let Some(step) = rec.step
         && !measured
         && facts > 0

@@ -34,10 +34,12 @@ pub fn strip(mut s: &str) -> (Prefix<'_>, &str) {
         };
         let next = match first {
             b'[' => bracketed(t, &mut p),
-            b'0'..=b'9' => timestamp(t).map(|(time, rest)| {
-                p.time = Some(time);
-                logger_header(rest, &mut p)
-            }),
+            b'0'..=b'9' => timestamp(t)
+                .map(|(time, rest)| {
+                    p.time = Some(time);
+                    logger_header(rest, &mut p)
+                })
+                .or_else(|| srun_label(t, &mut p)),
             b'I' | b'W' | b'E' | b'D' | b'C' => python_default(t, &mut p).or_else(|| glog(t)),
             _ => None,
         };
@@ -47,6 +49,18 @@ pub fn strip(mut s: &str) -> (Prefix<'_>, &str) {
         }
     }
     (p, s)
+}
+
+/// Slurm's `srun --label`: ` 0: `, `31: `, the task's number (its global rank) before the
+/// line.
+fn srun_label<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = t[digits..].strip_prefix(": ")?;
+    if digits > 5 {
+        return None;
+    }
+    p.rank = Some(rank(&t[..digits])?);
+    Some(rest)
 }
 
 /// A rank number. Noted for the shape memo even when it fails: whether it overflows depends

@@ -91,6 +91,11 @@ pub struct Report {
     /// The most frequent shapes of the lines nothing read (numbers folded to `N`), with one
     /// example each: what steptop skipped, to write a `[[pattern]]` for.
     pub unparsed_shapes: Vec<UnparsedOut>,
+    /// Runs that ended earlier in the same file (its step count went back: an appended run,
+    /// a restart, a resume): the report covers the last one, and lists these.
+    pub earlier_runs: Vec<RunOut>,
+    /// Earlier runs past the ones listed.
+    pub earlier_runs_dropped: u64,
     /// Set when the files look like separate runs (each starts at the same first step): a
     /// sentence pointing to `steptop compare`.
     pub separate_runs: Option<String>,
@@ -238,6 +243,14 @@ pub struct UnparsedOut {
     pub source: String,
     pub line: u64,
     pub example: String,
+}
+
+/// A run that ended before the one the report covers, in the same file.
+#[derive(Debug, Serialize)]
+pub struct RunOut {
+    pub source: String,
+    #[serde(flatten)]
+    pub run: crate::model::runs::RunSummary,
 }
 
 /// Unparsed shapes a report lists.
@@ -443,6 +456,19 @@ impl Report {
                 })
                 .collect(),
             unparsed_shapes: unparsed_shapes(&a.feeds),
+            earlier_runs: m
+                .runs
+                .iter()
+                .map(|r| RunOut {
+                    source: a
+                        .feeds
+                        .get(r.source)
+                        .map(|f| f.path.clone())
+                        .unwrap_or_default(),
+                    run: r.clone(),
+                })
+                .collect(),
+            earlier_runs_dropped: m.runs_dropped,
             separate_runs: separate_runs(&a.feeds),
             steps: StepsOut {
                 count: g.records,
@@ -544,7 +570,7 @@ impl Report {
                 })
                 .collect(),
             verdict: a.diagnosis.verdict().cloned(),
-            alerts: a.diagnosis.alerts.clone(),
+            alerts: a.diagnosis.run_alerts().cloned().collect(),
             alerts_retired: a.diagnosis.alerts_retired,
             alert_counts: a
                 .diagnosis

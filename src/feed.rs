@@ -6,22 +6,10 @@ use std::sync::Arc;
 
 use crate::model::Stamp;
 use crate::msg::Msg;
-use crate::parse::record::{EventKind, Format, Record};
+use crate::parse::record::{EventKind, Format, Record, StepRecord};
 use crate::parse::user::UserPattern;
 use crate::parse::{FormatCounts, LineInfo, Parser, prefix};
 use crate::unparsed::UnparsedShapes;
-use counters::{Counted, Counters};
-use order::Order;
-
-/// One rank's steps in one file: how its lines count them, and their order.
-#[derive(Clone, Copy, Debug, Default)]
-struct RankSteps {
-    counters: Counters,
-    order: Order,
-}
-
-mod counters;
-mod order;
 
 /// Counts for one file: the report's sources table and the live header.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -73,6 +61,74 @@ impl SourceStats {
     }
 }
 
+/// One rank's steps in one file, in order: tells a restart (or a new epoch's counter) from a
+/// step number that cannot be.
+#[derive(Clone, Copy, Debug, Default)]
+struct Order {
+    /// The first step this rank logged in the file: a new run starts there again.
+    first: Option<u64>,
+    last: u64,
+    epoch: Option<f64>,
+    total: Option<u64>,
+    /// The steps at the last checkpoints: a resumed run starts there again.
+    checkpoints: [Option<u64>; 4],
+    /// A step that went back with nothing to explain it: the next step decides whether a
+    /// restart began there.
+    doubt: Option<u64>,
+}
+
+impl Order {
+    /// A checkpoint was saved at the current step.
+    fn checkpoint(&mut self) {
+        self.checkpoints.rotate_right(1);
+        self.checkpoints[0] = Some(self.last);
+    }
+
+    /// Whether `s` may follow the steps so far; remembers it when it may. A step may go back
+    /// when a restart explains it: to one of the first ten steps or the file's first step (a
+    /// new run), to a checkpoint (a resumed one), with a new epoch or a new total (a counter
+    /// that restarts), or when the next step carries on from it.
+    fn admits(&mut self, s: &StepRecord) -> bool {
+        let Some(step) = s.step else {
+            return true;
+        };
+        let Some(first) = self.first else {
+            self.first = Some(step);
+            self.remember(step, s, false);
+            return true;
+        };
+        // Several lines per step, and per-rank lines in one file without rank tags, go back a
+        // little.
+        let slack = (self.last / 100).max(2);
+        let back = step.saturating_add(slack) < self.last;
+        let near = |at: u64| step.abs_diff(at) <= slack;
+        // A run starting afresh logs one of its first steps first.
+        let restart = step <= 10
+            || near(first)
+            || self.checkpoints.iter().flatten().any(|&c| near(c))
+            || s.epoch.is_some_and(|e| Some(e) != self.epoch)
+            || s.total.is_some_and(|t| Some(t) != self.total)
+            || self.doubt.is_some_and(|d| step >= d);
+        if back && !restart {
+            self.doubt = Some(step);
+            return false;
+        }
+        self.remember(step, s, back);
+        true
+    }
+
+    fn remember(&mut self, step: u64, s: &StepRecord, back: bool) {
+        self.last = if back { step } else { self.last.max(step) };
+        self.doubt = None;
+        if s.epoch.is_some() {
+            self.epoch = s.epoch;
+        }
+        if s.total.is_some() {
+            self.total = s.total;
+        }
+    }
+}
+
 /// A file's parser and clock.
 pub struct Feed {
     pub index: usize,
@@ -86,9 +142,8 @@ pub struct Feed {
     last_log_time: Option<f64>,
     /// A timeline made of the logged step times, for files without timestamps.
     synthetic: f64,
-    /// Each rank's step counting and order in this file (thousands of ranks may share one
-    /// file).
-    ranks: HashMap<u32, RankSteps>,
+    /// Each rank's step order in this file (thousands of ranks may share one file).
+    orders: HashMap<u32, Order>,
     /// When the file was last written, as far as is known (its modification time, or the
     /// clock when it is followed): year-less timestamps are placed at or before it. Without
     /// one they stay in the year 2000.
@@ -107,7 +162,7 @@ impl Feed {
             line_rank: None,
             last_log_time: None,
             synthetic: 0.0,
-            ranks: HashMap::new(),
+            orders: HashMap::new(),
             year_reference: None,
             scratch: Vec::new(),
         }
@@ -131,7 +186,7 @@ impl Feed {
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let mut info = self.parser.parse(raw, &mut out);
-        let refused = self.admit(&info, &mut out, raw);
+        let refused = self.admit(&info, &out);
         let stamp = self.deliver(
             line_no,
             raw,
@@ -162,40 +217,24 @@ impl Feed {
 
     /// The first step any rank logged in this file.
     pub fn first_step(&self) -> Option<u64> {
-        self.ranks.values().filter_map(|r| r.order.first).min()
+        self.orders.values().filter_map(|o| o.first).min()
     }
 
-    /// Whether the records parsed from line `raw` may reach the model: None, or why they
-    /// cannot be true (the parser's own rejection, or a step that goes back with no restart to
-    /// explain it). Call it with the line's records before `deliver`; it makes their steps the
-    /// run's global ones (an evaluation bar's redraw becomes an evaluation event) and
-    /// remembers them.
-    pub fn admit(
-        &mut self,
-        info: &LineInfo,
-        records: &mut [Record],
-        raw: &[u8],
-    ) -> Option<&'static str> {
+    /// Whether the records parsed from a line may reach the model: None, or why they cannot be
+    /// true (the parser's own rejection, or a step that goes back with no restart to explain
+    /// it). Call it with the line's records before `deliver`; it remembers the line's steps.
+    pub fn admit(&mut self, info: &LineInfo, records: &[Record]) -> Option<&'static str> {
         let rank = self.rank_of(info);
         for rec in records {
             match rec {
                 Record::Rejected { what, .. } => return Some(what),
-                Record::Step(s) => {
-                    let steps = self.ranks.entry(rank).or_default();
-                    if let Counted::Eval = steps.counters.count(s) {
-                        let mut buf = String::new();
-                        let text = crate::parse::clean::clean(raw, &mut buf).trim();
-                        *rec = counters::eval_event(text.chars().take(240).collect());
-                        continue;
-                    }
-                    if s.step.is_some() && !steps.order.admits(s) {
-                        return Some("a step that goes back with no restart to explain it");
-                    }
+                Record::Step(s) if s.step.is_some() && !self.order(rank).admits(s) => {
+                    return Some("a step that goes back with no restart to explain it");
                 }
                 Record::Event {
                     kind: EventKind::Checkpoint,
                     ..
-                } => self.ranks.entry(rank).or_default().order.checkpoint(),
+                } => self.order(rank).checkpoint(),
                 _ => {}
             }
         }
@@ -244,6 +283,10 @@ impl Feed {
             sink(&stamp, rec);
         }
         stamp
+    }
+
+    fn order(&mut self, rank: u32) -> &mut Order {
+        self.orders.entry(rank).or_default()
     }
 
     /// This file's parser, for whole-file reading that parses ahead on other threads.

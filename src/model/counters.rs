@@ -1,0 +1,252 @@
+//! A line's own count of steps made the run's global step, as the model takes it. Parsers say
+//! how a line counts (`Counter`) and leave the number as printed; this turns an epoch's
+//! position (`Epoch [8][700/750]`) into the iterations done so far (5,950), tells a run's
+//! training bar from the evaluation bars drawn inside it (`1200/1200 [04:11<00:00, 4.77it/s]`
+//! while `512/9000` is open), whose redraws are evaluation, not steps, and notices a new run in
+//! the same file: a global step that goes back. It keeps a few numbers per file and rank,
+//! whatever the run's length.
+
+use crate::parse::record::{Counter, EventKind, Record, StepRecord};
+
+/// Totals of evaluation bars remembered: a run has one or two evaluation loaders.
+const EVAL_TOTALS: usize = 4;
+
+/// One rank's counting state in one file.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    /// The training bar: its total (None for `12it [..]`) and the last position drawn.
+    bar: Option<(Option<u64>, u64)>,
+    /// Totals of bars that ran inside the unfinished training bar: evaluations.
+    evals: [Option<u64>; EVAL_TOTALS],
+    /// The longest epoch seen, for positions in epochs whose length a line leaves out.
+    epoch_len: Option<u64>,
+    /// A plain count that went back to the start when its epoch went on counts within the
+    /// epoch (`Epoch 2 | Step 300/4000`): the steps of the epochs before it, and the epoch
+    /// they end with.
+    local: Option<(u64, f64)>,
+    /// The last global step and the epoch it came with.
+    last: Option<(u64, Option<f64>)>,
+    /// The planned total the last step came with.
+    last_total: Option<u64>,
+}
+
+/// What a step record turned out to be.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Counted {
+    /// A training step, its step now the global one.
+    Step,
+    /// A training step that starts a new run in its file: the count went back to an earlier
+    /// step (an appended run, a restart, a resume from a checkpoint).
+    NewRun,
+    /// The redraw of an evaluation bar.
+    Eval,
+}
+
+impl Counters {
+    /// Makes `rec`'s step the global training step, or says that it is an evaluation's.
+    pub(crate) fn count(&mut self, rec: &mut StepRecord) -> Counted {
+        match rec.counter {
+            Counter::Global => self.plain(rec),
+            Counter::InEpoch { base } => self.in_epoch(rec, base),
+            Counter::Bar => self.bar(rec),
+        }
+    }
+
+    /// A count that goes back is a new run, unless the epoch went on: then the count is the
+    /// epoch's own, and the epochs before add their steps.
+    fn plain(&mut self, rec: &mut StepRecord) -> Counted {
+        let Some(n) = rec.step else {
+            return Counted::Step;
+        };
+        if let (Some((offset, epoch)), Some(e)) = (self.local, rec.epoch)
+            && e >= epoch
+        {
+            let ended = self.last.map_or(0, |(l, _)| l);
+            let offset = if e > epoch { ended } else { offset };
+            self.local = Some((offset, e));
+            rec.step = Some(offset + n);
+            return self.advance(rec);
+        }
+        if let (Some((last, Some(was))), Some(e)) = (self.last, rec.epoch)
+            && e > was
+            && n < last
+        {
+            // The count started again with the epoch: it counts within epochs.
+            self.local = Some((last, e));
+            rec.step = Some(last + n);
+            rec.total = None;
+            return self.advance(rec);
+        }
+        self.local = None;
+        self.advance(rec)
+    }
+
+    /// `epochs before this one × the epoch's length + the position`, with the epoch's length
+    /// as printed (`[700/750]`), else the longest epoch seen so far.
+    fn in_epoch(&mut self, rec: &mut StepRecord, base: u8) -> Counted {
+        let (Some(n), Some(epoch)) = (rec.step, rec.epoch) else {
+            return Counted::Step;
+        };
+        let len = match rec.total {
+            Some(len) => Some(len),
+            None => self.epoch_len,
+        };
+        self.epoch_len = Some(self.epoch_len.unwrap_or(0).max(rec.total.unwrap_or(n)));
+        let done = (epoch - f64::from(base)).floor();
+        if let Some(len) = len
+            && done >= 0.0
+        {
+            rec.step = Some((done as u64).saturating_mul(len).saturating_add(n));
+            // The line's total was the epoch's; the run's is not known from it.
+            rec.total = None;
+        }
+        self.advance(rec)
+    }
+
+    fn bar(&mut self, rec: &mut StepRecord) -> Counted {
+        let (n, total) = (rec.step.unwrap_or(0), rec.total);
+        if total.is_some() && self.evals.contains(&total) {
+            return Counted::Eval;
+        }
+        match self.bar {
+            Some((t, _)) if t == total => {
+                self.bar = Some((t, n));
+                self.advance(rec)
+            }
+            // Another bar while the training bar is not done: an evaluation inside it.
+            Some((Some(t), last)) if last < t => {
+                if let Some(slot) = self.evals.iter_mut().find(|e| e.is_none()) {
+                    *slot = total;
+                }
+                Counted::Eval
+            }
+            // The first bar, or a new one after the last finished: the training bar now.
+            _ => {
+                self.bar = Some((total, n));
+                self.advance(rec)
+            }
+        }
+    }
+
+    /// Remembers a global step; one that goes back (by more than the few steps lines of one
+    /// step, or ranks without tags, may go back, or at all with a new planned total) starts a
+    /// new run.
+    fn advance(&mut self, rec: &StepRecord) -> Counted {
+        let Some(step) = rec.step else {
+            return Counted::Step;
+        };
+        let new_total = rec.total.is_some() && self.last_total.is_some() && rec.total != self.last_total;
+        let back = self.last.is_some_and(|(last, _)| {
+            let slack = (last / 100).max(2);
+            step.saturating_add(slack) < last || (step < last && new_total)
+        });
+        self.last = Some((step, rec.epoch));
+        if rec.total.is_some() {
+            self.last_total = rec.total;
+        }
+        if back {
+            // The new run counts afresh; what the old one learned of bars and epochs is its own.
+            let (last, last_total) = (self.last, self.last_total);
+            *self = Counters {
+                last,
+                last_total,
+                ..Counters::default()
+            };
+            Counted::NewRun
+        } else {
+            Counted::Step
+        }
+    }
+}
+
+/// The event an evaluation bar's redraw becomes.
+pub(crate) fn eval_event(rec: &StepRecord) -> Record {
+    let at = match (rec.step, rec.total) {
+        (Some(n), Some(t)) => format!(" at {n}/{t}"),
+        (Some(n), None) => format!(" at {n}"),
+        _ => String::new(),
+    };
+    Record::Event {
+        kind: EventKind::Eval,
+        text: format!("an evaluation bar{at}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(
+        c: &mut Counters,
+        counter: Counter,
+        epoch: Option<f64>,
+        n: u64,
+        total: Option<u64>,
+    ) -> (Option<u64>, Counted) {
+        let mut rec = StepRecord {
+            step: Some(n),
+            total,
+            epoch,
+            counter,
+            ..StepRecord::default()
+        };
+        let how = c.count(&mut rec);
+        (rec.step, how)
+    }
+
+    fn step(c: &mut Counters, counter: Counter, epoch: Option<f64>, n: u64, total: Option<u64>) -> Option<u64> {
+        match counted(c, counter, epoch, n, total) {
+            (s, Counted::Step | Counted::NewRun) => s,
+            (_, Counted::Eval) => None,
+        }
+    }
+
+    #[test]
+    fn positions_in_an_epoch_become_iterations_done() {
+        let mut c = Counters::default();
+        let mm = Counter::InEpoch { base: 1 };
+        assert_eq!(step(&mut c, mm, Some(8.0), 700, Some(750)), Some(5950));
+        assert_eq!(step(&mut c, mm, Some(40.0), 5, Some(5)), Some(200));
+        let mut c = Counters::default();
+        let timm = Counter::InEpoch { base: 0 };
+        assert_eq!(step(&mut c, timm, Some(0.0), 50, Some(1251)), Some(50));
+        assert_eq!(step(&mut c, timm, Some(2.0), 50, Some(1251)), Some(2552));
+    }
+
+    #[test]
+    fn a_plain_count_that_restarts_with_each_epoch_counts_within_it() {
+        let mut c = Counters::default();
+        let g = Counter::Global;
+        assert_eq!(step(&mut c, g, Some(1.0), 100, None), Some(100));
+        assert_eq!(step(&mut c, g, Some(1.0), 400, None), Some(400));
+        assert_eq!(step(&mut c, g, Some(2.0), 100, None), Some(500));
+        assert_eq!(step(&mut c, g, Some(2.0), 400, None), Some(800));
+        assert_eq!(step(&mut c, g, Some(3.0), 100, None), Some(900));
+    }
+
+    #[test]
+    fn a_count_that_goes_back_starts_a_new_run() {
+        let mut c = Counters::default();
+        let g = Counter::Global;
+        assert_eq!(counted(&mut c, g, None, 10, None).1, Counted::Step);
+        assert_eq!(counted(&mut c, g, None, 900, None).1, Counted::Step);
+        assert_eq!(counted(&mut c, g, None, 899, None).1, Counted::Step);
+        assert_eq!(counted(&mut c, g, None, 1, None).1, Counted::NewRun);
+        assert_eq!(counted(&mut c, g, None, 2, None).1, Counted::Step);
+    }
+
+    #[test]
+    fn bars_inside_the_training_bar_are_evaluations() {
+        let mut c = Counters::default();
+        let bar = |c: &mut Counters, n, t| step(c, Counter::Bar, None, n, Some(t));
+        assert_eq!(bar(&mut c, 511, 9000), Some(511));
+        assert_eq!(bar(&mut c, 512, 9000), Some(512));
+        // The evaluation bar runs to its end while the training bar waits at 512.
+        assert_eq!(bar(&mut c, 0, 1200), None);
+        assert_eq!(bar(&mut c, 1200, 1200), None);
+        assert_eq!(bar(&mut c, 513, 9000), Some(513));
+        assert_eq!(bar(&mut c, 9000, 9000), Some(9000));
+        // The final evaluation, after training ended, is still one.
+        assert_eq!(bar(&mut c, 600, 1200), None);
+    }
+}

@@ -1,0 +1,53 @@
+//! Runs that ended in the same file before the one the model shows: a log that holds several
+//! launches (a run appended after another, a restart from step 0, a resume from a
+//! checkpoint) is not one blended run. When a file's step count goes back, the model keeps a
+//! few figures of the run that ended here and starts afresh.
+
+use serde::Serialize;
+
+use super::run::RankState;
+
+/// Runs listed; later ones are only counted.
+pub const RUNS_KEPT: usize = 64;
+
+/// What is kept of a run that ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// The file it was read from (its index among the inputs) and its first and last lines.
+    #[serde(skip)]
+    pub source: usize,
+    pub first_line: u64,
+    pub last_line: u64,
+    pub first_step: Option<u64>,
+    pub last_step: Option<u64>,
+    /// Step records it had.
+    pub steps: u64,
+    pub step_time_ms: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub tokens_per_s: Option<f64>,
+    pub loss_last: Option<f64>,
+    /// Alerts raised while it ran.
+    pub alerts: u64,
+}
+
+impl RunSummary {
+    /// The figures of `merged`, the run that ended.
+    pub fn of(merged: &RankState, lines: (usize, u64, u64), alerts: u64) -> RunSummary {
+        let (source, first_line, last_line) = lines;
+        RunSummary {
+            source,
+            first_line,
+            last_line,
+            first_step: merged.first_step,
+            last_step: merged.last_step,
+            steps: merged.records,
+            step_time_ms: merged
+                .logged_avg_step_ms
+                .or_else(|| merged.step_time_ms.run.mean()),
+            samples_per_s: merged.samples_per_s.run.quantile(0.5),
+            tokens_per_s: merged.tokens_per_s.run.quantile(0.5),
+            loss_last: merged.loss_track.last,
+            alerts,
+        }
+    }
+}
