@@ -153,8 +153,10 @@ impl Monitor {
         let (rec, new_run) = self.model.count(stamp, rec);
         if new_run {
             let alerts = self.diagnosis.run_alerts().count() as u64;
-            self.diagnosis
-                .new_run(self.model.merged.last_step, self.model.last_time.unwrap_or(0.0));
+            self.diagnosis.new_run(
+                self.model.merged.last_step,
+                self.model.last_time.unwrap_or(0.0),
+            );
             self.model.new_run(alerts);
         }
         let trigger = Trigger::of(&rec);

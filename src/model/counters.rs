@@ -135,7 +135,8 @@ impl Counters {
         let Some(step) = rec.step else {
             return Counted::Step;
         };
-        let new_total = rec.total.is_some() && self.last_total.is_some() && rec.total != self.last_total;
+        let new_total =
+            rec.total.is_some() && self.last_total.is_some() && rec.total != self.last_total;
         let back = self.last.is_some_and(|(last, _)| {
             let slack = (last / 100).max(2);
             step.saturating_add(slack) < last || (step < last && new_total)
@@ -194,7 +195,13 @@ mod tests {
         (rec.step, how)
     }
 
-    fn step(c: &mut Counters, counter: Counter, epoch: Option<f64>, n: u64, total: Option<u64>) -> Option<u64> {
+    fn step(
+        c: &mut Counters,
+        counter: Counter,
+        epoch: Option<f64>,
+        n: u64,
+        total: Option<u64>,
+    ) -> Option<u64> {
         match counted(c, counter, epoch, n, total) {
             (s, Counted::Step | Counted::NewRun) => s,
             (_, Counted::Eval) => None,

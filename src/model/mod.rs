@@ -24,9 +24,9 @@ use crate::parse::record::{
 use batch::Batches;
 use cache::CacheState;
 use counters::{Counted, Counters};
-use runs::{RUNS_KEPT, RunSummary};
 use hardware::{GpuChange, Hardware};
 use run::RankState;
+use runs::{RUNS_KEPT, RunSummary};
 use stages::{Stages, StepFacts};
 use timeline::Timeline;
 
@@ -242,9 +242,10 @@ impl Facts {
     /// What a step holds, for the rates a line leaves out.
     pub fn sizes(&self) -> run::Sizes {
         let batch = self.step_samples();
-        let stated_tokens = self
-            .tokens_per_step
-            .or_else(|| self.global_batch_in_tokens().then(|| self.global_batch.map(u64::from))?);
+        let stated_tokens = self.tokens_per_step.or_else(|| {
+            self.global_batch_in_tokens()
+                .then(|| self.global_batch.map(u64::from))?
+        });
         run::Sizes {
             batch,
             tokens_per_step: stated_tokens.map(|t| t as f64),
@@ -321,11 +322,7 @@ impl Model {
     /// is not the run's own: the setup the logs stated, the events, the hardware readings,
     /// the log lines and the clock.
     pub fn new_run(&mut self, alerts: u64) {
-        let ended = RunSummary::of(
-            &self.merged,
-            self.run_lines.unwrap_or_default(),
-            alerts,
-        );
+        let ended = RunSummary::of(&self.merged, self.run_lines.unwrap_or_default(), alerts);
         let mut fresh = Model::new(self.cfg);
         fresh.facts = std::mem::take(&mut self.facts);
         fresh.events = std::mem::take(&mut self.events);

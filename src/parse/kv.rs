@@ -248,6 +248,8 @@ pub enum Field {
     GradientCheckpointing,
     CudnnBenchmark,
     WorldSize,
+    /// A list or range of GPU ids: its length is the world size.
+    GpuIds,
     /// Cache counters printed as pairs: `hits=8245 misses=1755 hit_rate=0.82`.
     CacheHits,
     CacheMisses,
@@ -401,9 +403,10 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"cudnn_benchmark"
         | b"torch.backends.cudnn.benchmark"
         | b"benchmark" => CudnnBenchmark,
-        b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" | b"num_processes" => {
-            WorldSize
-        }
+        b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" | b"num_processes"
+        | b"gpu_number" => WorldSize,
+        // mmcv's config: `gpu_ids = range(0, 2)`, `gpu_ids = [0, 1]`.
+        b"gpu_ids" => GpuIds,
         b"hits" | b"cache_hits" => CacheHits,
         b"misses" | b"cache_misses" => CacheMisses,
         b"hit_rate" | b"cache_hit_rate" | b"hitrate" => CacheHitRate,
@@ -443,7 +446,9 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         return false;
     }
     let ok = match field {
-        Field::Step if suffix.starts_with('-') && suffix[1..].starts_with(|c: char| c.is_ascii_digit()) => {
+        Field::Step
+            if suffix.starts_with('-') && suffix[1..].starts_with(|c: char| c.is_ascii_digit()) =>
+        {
             seen.step_range = true;
             false
         }
@@ -553,6 +558,7 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
         Field::SeqLen => ConfigFact::SeqLen(int()?),
         Field::TokensPerStep => ConfigFact::TokensPerStep(num::integer(word)?),
         Field::WorldSize => ConfigFact::WorldSize(int()?),
+        Field::GpuIds => ConfigFact::WorldSize(id_count(value)?),
         Field::TotalSteps => ConfigFact::TotalSteps(num::integer(word)?),
         Field::PinMemory => ConfigFact::PinMemory(flag()?),
         Field::GradientCheckpointing => ConfigFact::GradientCheckpointing(flag()?),
@@ -581,6 +587,20 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
         }
         _ => return None,
     })
+}
+
+/// How many GPU ids `range(0, 2)` or `[0, 1, 2]` names.
+fn id_count(value: &str) -> Option<u32> {
+    let v = value.trim();
+    if let Some(args) = v.strip_prefix("range(") {
+        let args = args.split(')').next()?;
+        let (a, b) = args.split_once(',').unwrap_or(("0", args));
+        let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        return b.checked_sub(a).filter(|n| *n > 0);
+    }
+    let list = v.strip_prefix('[')?.split(']').next()?;
+    let n = list.split(',').filter(|x| !x.trim().is_empty()).count();
+    u32::try_from(n).ok().filter(|n| *n > 0)
 }
 
 /// `1.2kit/s`, `1.0Kit/s`: tqdm's unit_scale prefixes.

@@ -65,6 +65,53 @@ pub struct Context {
     pub(crate) since_cache: u32,
     /// The format of a line glued onto the end of a progress bar, counted with the bar's.
     pub(crate) glued_format: Option<Format>,
+    /// Which loader or phase the settings being printed belong to (`val_dataloader =
+    /// dict(`, `***** Running Evaluation *****`): an evaluation's batch size and workers are
+    /// not the training's.
+    pub(crate) section: Section,
+}
+
+/// The part of a run the settings printed now belong to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Section {
+    #[default]
+    Any,
+    Train,
+    Eval,
+}
+
+impl Section {
+    /// The section a line opens, if it opens one: a config block named for a phase
+    /// (`val_dataloader = dict(`, `test=dict(`, `VAL:`), or a framework's phase banner.
+    fn opened_by(p: &str) -> Option<Section> {
+        let block = p
+            .strip_suffix("dict(")
+            .map(|b| b.trim_end().trim_end_matches('='))
+            .or_else(|| p.strip_suffix(':').filter(|k| !k.contains(' ')))
+            .or_else(|| {
+                p.strip_prefix("***** Running ")
+                    .map(|b| b.trim_end_matches(" *****"))
+            });
+        let name = block?.trim().to_ascii_lowercase();
+        let has = |w: &str| {
+            name.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|p| p == w)
+        };
+        if has("val")
+            || has("valid")
+            || has("validation")
+            || has("test")
+            || has("eval")
+            || has("evaluation")
+            || has("prediction")
+        {
+            Some(Section::Eval)
+        } else if has("train") || has("training") {
+            Some(Section::Train)
+        } else {
+            None
+        }
+    }
 }
 
 /// How many lines after a cache header still belong to its block.
@@ -379,7 +426,7 @@ pub(crate) fn dispatch(
     if let Some(f) = progress::tqdm(p, ctx, out) {
         return Some(f);
     }
-    generic(p, out)
+    generic(p, ctx, out)
 }
 
 /// A line in the generic key=value families: a step record when it carries at least two step
@@ -387,7 +434,10 @@ pub(crate) fn dispatch(
 /// config facts whose only step figure is a step states the plan (`num_workers=4,
 /// batch_size=16, steps=2500`): the total, not the current step. Cache counters
 /// (`hits=8245 misses=1755`) are a cache reading.
-fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> {
+    if let Some(section) = Section::opened_by(p) {
+        ctx.section = section;
+    }
     let mut rec = StepRecord::default();
     let mut cache = CacheRecord::default();
     let mut seen = kv::Collected::default();
@@ -401,7 +451,17 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
             return;
         }
         if let Some(fact) = kv::config_fact(field, key, value) {
-            out.push(Record::Config(fact));
+            // An evaluation loader's settings are not the training's.
+            let evaluation = ctx.section == Section::Eval
+                && matches!(
+                    fact,
+                    ConfigFact::BatchSize(_)
+                        | ConfigFact::GlobalBatch(_)
+                        | ConfigFact::NumWorkers(_)
+                );
+            if !evaluation {
+                out.push(Record::Config(fact));
+            }
             facts += 1;
         }
         if kv::apply(field, value, &mut rec, &mut seen) {
@@ -438,7 +498,9 @@ fn generic(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         out.extend(cached);
         return Some(Format::KeyValue);
     }
-    if core && seen.fields >= 2 {
+    // A step and an epoch alone (`resumed epoch: 24, iter: 95064`) say where a run is, not
+    // what a step did: a message, not a step line.
+    if core && seen.fields >= 2 && (measured || seen.fields >= 3) {
         // Facts named inside a step line are figures of that step, not the run's config.
         out.truncate(before);
         out.extend(cached);

@@ -45,6 +45,7 @@ struct CtxKey {
     indents: Indents,
     since_cache: u32,
     glued: Option<Format>,
+    section: super::Section,
 }
 
 impl CtxKey {
@@ -55,12 +56,16 @@ impl CtxKey {
             indents: c.stage_indents,
             since_cache: c.since_cache,
             glued: c.glued_format,
+            section: c.section,
         }
     }
 
     fn hash(&self) -> u64 {
         let mut h = mix(
-            u64::from(self.keras) | u64::from(self.block) << 1 | u64::from(self.since_cache) << 2,
+            u64::from(self.keras)
+                | u64::from(self.block) << 1
+                | (self.section as u64) << 2
+                | u64::from(self.since_cache) << 4,
             self.glued.map_or(0, |f| f as u64 + 1),
         );
         for i in 0..self.indents.len() {

@@ -13,6 +13,10 @@ use crate::parse::{eval, kv, push_step, read_pairs};
 
 /// `step N[/T] | ...` with the figures in `|`-separated fields.
 pub fn llm_step(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    // `step 950/8880 | loss=0.12 | ...` is the generic key=value family's.
+    if p.contains('=') {
+        return None;
+    }
     let body = p.strip_prefix("step")?;
     let (head, rest) = body.split_once('|')?;
     let (n, total) = match head.trim().split_once('/') {
@@ -69,7 +73,11 @@ pub fn llmc_file(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     };
     let mut seen = kv::Collected::default();
     kv::apply(kv::Field::Loss(4), loss, &mut rec, &mut seen);
-    read_pairs(rest.split_once(' ').map_or("", |(_, r)| r), &mut rec, &mut seen);
+    read_pairs(
+        rest.split_once(' ').map_or("", |(_, r)| r),
+        &mut rec,
+        &mut seen,
+    );
     push_step(rec, &seen, p, out);
     Some(Format::NanoGpt)
 }
@@ -89,7 +97,13 @@ mod tests {
         let s = step(&out);
         assert_eq!(
             (s.step, s.loss, s.lr, s.step_time_ms, s.tokens_per_s),
-            (Some(1), Some(10.902707), Some(1.6783e-6), Some(410.25), Some(1277966.93))
+            (
+                Some(1),
+                Some(10.902707),
+                Some(1.6783e-6),
+                Some(410.25),
+                Some(1277966.93)
+            )
         );
     }
 
@@ -102,8 +116,22 @@ mod tests {
         );
         let s = step(&out);
         assert_eq!(
-            (s.step, s.total, s.loss, s.step_time_ms, s.mfu_pct, s.tokens_per_s),
-            (Some(2), Some(19560), Some(10.956968), Some(4557.77), Some(29.6), Some(115032.0))
+            (
+                s.step,
+                s.total,
+                s.loss,
+                s.step_time_ms,
+                s.mfu_pct,
+                s.tokens_per_s
+            ),
+            (
+                Some(2),
+                Some(19560),
+                Some(10.956968),
+                Some(4557.77),
+                Some(29.6),
+                Some(115032.0)
+            )
         );
         out.clear();
         llm_step(
@@ -122,7 +150,10 @@ mod tests {
         let mut out = Vec::new();
         llmc_file("s:7512 trl:3.4445 lr:0.000006 norm:0.2712", &mut out);
         let s = step(&out);
-        assert_eq!((s.step, s.loss, s.lr), (Some(7512), Some(3.4445), Some(6e-6)));
+        assert_eq!(
+            (s.step, s.loss, s.lr),
+            (Some(7512), Some(3.4445), Some(6e-6))
+        );
         out.clear();
         llmc_file("s:7500 tel:3.4721", &mut out);
         assert!(matches!(out[0], Record::Event { .. }));
