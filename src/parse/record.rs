@@ -265,6 +265,10 @@ pub enum ConfigFact {
 
 /// What one line says. A line can say several things (a tqdm bar with a glued log line).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "step records are most of the records: boxing them would allocate once per line"
+)]
 pub enum Record {
     Step(StepRecord),
     Stage(StageRecord),
