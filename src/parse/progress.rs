@@ -254,6 +254,7 @@ fn bar(
         }
         if let Some(rate) = parts.next() {
             rate_into(rate.trim(), &mut rec);
+            rec.smoothed = rec.step_time_ms.is_some() || rec.iters_per_s.is_some();
         }
         let mut seen = kv::Collected::default();
         if let Some(postfix) = parts.next() {

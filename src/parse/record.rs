@@ -94,6 +94,10 @@ pub struct StepRecord {
     pub epoch: Option<f64>,
     #[serde(skip_serializing_if = "Counter::is_global")]
     pub counter: Counter,
+    /// The rate is tqdm's moving average (smoothing 0.3 over the redraws), not this step's
+    /// own: the model recovers each step's time from consecutive redraws.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub smoothed: bool,
     pub step_time_ms: Option<f64>,
     /// Training time so far, a running total (`train_time:98412ms`): differenced, never a
     /// step time itself.
