@@ -12,7 +12,7 @@ const LAST_LINES: usize = 5;
 pub const STEP_SPIKES: Rule = Rule {
     id: "step_spikes",
     basis: Basis::Steps,
-    summary: "outlier steps (median + k MAD), and whether they are periodic or follow eval, checkpoint or epoch boundaries",
+    summary: "outlier steps (median + k MAD), and whether they are periodic; a step right after an eval, checkpoint or epoch end is that pause (eval_overhead's), not an outlier",
     params: &[
         p(
             "k",

@@ -244,7 +244,7 @@ pub const THROUGHPUT_DRIFT: Rule = Rule {
         p(
             "factor",
             1.3,
-            "recent step time (mean without its largest) over the run's median that warns",
+            "recent step time (the mean of the last window without its largest, at most its median) over the run's median that warns",
         ),
         p(
             "exit-factor",
@@ -266,11 +266,14 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
     }
     // The median: a compiled first step or eval pauses do not move it.
     let norm = v.m.merged.step_median_ms?;
-    let recent =
-        v.m.merged
-            .step_time_ms
-            .recent
-            .mean_last_but_max(v.cfg.window_steps)?;
+    // The recent mean without its largest step, but no more than the recent median: a slower
+    // phase is most of the window, a few slow steps (a pause logged in a step, a brief
+    // hiccup) are not a drift.
+    let steps = &v.m.merged.step_time_ms;
+    let recent = steps
+        .recent
+        .mean_last_but_max(v.cfg.window_steps)?
+        .min(steps.recent(v.cfg.window_steps)?.p50);
     let ratio = recent / norm;
     let level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
     let title = || {
