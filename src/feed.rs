@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::model::Stamp;
 use crate::msg::Msg;
-use crate::parse::record::{EventKind, Format, Record, StepRecord};
+use crate::parse::record::{Counter, EventKind, Format, Record, StepRecord};
 use crate::parse::user::UserPattern;
 use crate::parse::{FormatCounts, LineInfo, Parser, prefix};
 use crate::unparsed::UnparsedShapes;
@@ -92,6 +92,10 @@ impl Order {
         let Some(step) = s.step else {
             return true;
         };
+        // An engine's counter runs beside the run's own (the model decides which counts).
+        if s.counter == Counter::Engine {
+            return true;
+        }
         let Some(first) = self.first else {
             self.first = Some(step);
             self.remember(step, s, false);

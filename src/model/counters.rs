@@ -30,6 +30,8 @@ pub(crate) struct Counters {
     last_total: Option<u64>,
     /// The last step a smoothed rate came with, and that rate as a step time.
     smoothed: Option<(u64, f64)>,
+    /// Step lines of the run's own have come: an engine's counter is not the run's steps.
+    own_steps: bool,
 }
 
 /// tqdm's smoothing: each redraw's rate is `0.3 × this step + 0.7 × the rate before`.
@@ -51,10 +53,22 @@ impl Counters {
     /// Makes `rec`'s step the global training step, or says that it is an evaluation's.
     pub(crate) fn count(&mut self, rec: &mut StepRecord) -> Counted {
         let counted = match rec.counter {
+            Counter::Engine if self.own_steps => {
+                // Its optimizer steps and its own throughput (an RLHF actor's training
+                // alone): not the run's. Its learning rate and loss scale are.
+                rec.step = None;
+                rec.epoch = None;
+                rec.samples_per_s = None;
+                rec.step_time_ms = None;
+                rec.iters_per_s = None;
+                return Counted::Step;
+            }
+            Counter::Engine => self.advance(rec),
             Counter::Global => self.plain(rec),
             Counter::InEpoch { base } => self.in_epoch(rec, base),
             Counter::Bar => self.bar(rec),
         };
+        self.own_steps |= rec.counter != Counter::Engine && rec.step.is_some();
         if rec.smoothed && counted != Counted::Eval {
             self.unsmooth(rec);
         }

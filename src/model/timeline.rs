@@ -21,6 +21,17 @@ pub struct StepMark {
     pub ms: f64,
     /// The boundary logged since the step before, if any: this step's time may include it.
     pub after: Option<EventKind>,
+    /// The run's first timed step: its time holds the start (compilation, the loader's
+    /// first batches), not a step like the others.
+    pub first: bool,
+}
+
+impl StepMark {
+    /// Its time may hold a pause that is not training: the run's start, or an eval,
+    /// checkpoint or epoch end logged before it.
+    pub fn after_pause(&self) -> bool {
+        self.first || self.after.is_some()
+    }
 }
 
 /// What eval, checkpoint and epoch-end pauses cost: the wall time between the step before a
@@ -106,7 +117,13 @@ impl Timeline {
             if self.marks.len() == MARKS_KEPT {
                 self.marks.pop_front();
             }
-            self.marks.push_back(StepMark { step, ms, after });
+            let first = self.pushed == 0;
+            self.marks.push_back(StepMark {
+                step,
+                ms,
+                after,
+                first,
+            });
             self.pushed += 1;
             if self.pushed < SPREAD_EVERY || self.pushed.is_multiple_of(SPREAD_EVERY) {
                 self.spread = spread(self.marks.iter().map(|m| m.ms));

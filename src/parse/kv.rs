@@ -262,11 +262,28 @@ pub fn lookup(key: &str) -> Option<Field> {
     field_of(key).or_else(|| {
         let last = key.rsplit([' ', '(', '[', '{']).next()?;
         if last.len() == key.len() {
-            None
-        } else {
-            field_of(last)
+            return None;
         }
+        let field = field_of(last)?;
+        // `Training time=1.25s`, `Generate time=2.92s`: a part of the step, not the step
+        // (an RLHF step is generation, then training).
+        if matches!(field, Field::StepTime(_)) && names_a_phase(&key[..key.len() - last.len()]) {
+            return None;
+        }
+        Some(field)
     })
+}
+
+/// Words before `time` that make it one phase's time.
+fn names_a_phase(words: &str) -> bool {
+    const PHASES: &[&str] = &[
+        "train", "training", "generate", "generation", "gen", "rollout", "forward", "fwd",
+        "backward", "bwd", "optimizer", "optim", "gather", "eval", "evaluation", "inference",
+        "others", "other", "update", "reward", "ref", "critic", "actor",
+    ];
+    words
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| PHASES.iter().any(|p| w.eq_ignore_ascii_case(p)))
 }
 
 /// Maps a key as frameworks print it to the figure it names.
@@ -307,6 +324,8 @@ pub fn field_of(key: &str) -> Option<Field> {
             StepTime(Unit::Ms)
         }
         b"elapsed_time_per_iteration_ms" => StepTime(Unit::Ms),
+        // DeepSpeed-Chat's whole RLHF step: generation and training.
+        b"e2e_latency" | b"e2e_time" | b"e2e_step_time" => StepTime(Unit::S),
         b"iter_time_(s)" | b"step_time_s" => StepTime(Unit::S),
         b"data_time" | b"data" | b"data_load_time" | b"dataload_time" | b"dataloader_time" => {
             DataTime(Unit::S)
@@ -322,6 +341,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"samples_per_second_per_gpu"
         | b"sps"
         | b"currsamplespersec"
+        | b"cursamplespersec"
         | b"samplespersec"
         | b"samples_per_second_(s)"
         | b"img/s"
@@ -364,7 +384,9 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"tokens_per_batch"
         | b"total_desired_batch_size" => TokensPerStep,
         b"loss" => Loss(4),
-        b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value" => Loss(3),
+        b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value"
+        // RLHF: the actor's (policy) loss is the one trained.
+        | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss" => Loss(3),
         b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
         b"lr" | b"learning_rate" | b"learning_rate_(lr)" => Lr,
         b"grad_norm" | b"gnorm" | b"gradient_norm" | b"grad_norm_total" => GradNorm,

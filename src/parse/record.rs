@@ -77,6 +77,10 @@ pub enum Counter {
     /// The position within the epoch (`epoch`, counted from `base`), `total` being the
     /// epoch's length: `Epoch [8][700/750]`.
     InEpoch { base: u8 },
+    /// A training engine's own count of its optimizer steps (DeepSpeed's `step=40,
+    /// skipped=2`): the run's steps where the log has no other step lines; beside the run's
+    /// own step lines (an RLHF loop's, Hugging Face's bar), an engine's figures of no step.
+    Engine,
 }
 
 impl Counter {

@@ -55,12 +55,13 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     // Evaluated every step: one pass that allocates nothing; the spikes themselves are
     // listed only for the words.
     // A spike right after an eval, a checkpoint or an epoch end is that pause, logged inside
-    // the step's time: eval_overhead's to name, not an outlier of training.
+    // the step's time: eval_overhead's to name, not an outlier of training; so is the run's
+    // first step (compilation, the loader's start).
     let (mut total, mut extra, mut n, mut at_boundary) = (0.0, 0.0, 0, 0);
     for (i, m) in marks.iter().enumerate() {
         total += m.ms;
         if m.ms > limit && spike(i) {
-            if m.after.is_some() {
+            if m.after_pause() {
                 at_boundary += 1;
             } else {
                 extra += m.ms - med;
@@ -80,7 +81,7 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
         return None;
     };
     let spikes: Vec<_> = (0..marks.len())
-        .filter(|&i| v.describe && spike(i) && marks[i].after.is_none())
+        .filter(|&i| v.describe && spike(i) && !marks[i].after_pause())
         .map(|i| &marks[i])
         .collect();
     let steps: Vec<u64> = spikes.iter().filter_map(|m| m.step).collect();
@@ -115,7 +116,7 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
         });
     if at_boundary > 0 {
         f = f.why(|| {
-            format!("besides {at_boundary} right after an eval, checkpoint or epoch end: those pauses are not counted")
+            format!("besides {at_boundary} at the start or right after an eval, checkpoint or epoch end: those pauses are not counted")
         });
     }
     Some(

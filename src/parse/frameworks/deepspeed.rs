@@ -2,14 +2,22 @@
 //! `epoch=0/micro_step=34/global_step=34, ...` (and its older `0/40, SamplesPerSec=...`), and the
 //! pipeline engine's `steps: 200 loss: 5.55 iter time (s): 0.936 samples/sec: 136.7`.
 
-use crate::parse::record::{Format, Record, StepRecord};
+use crate::parse::record::{Counter, Format, Record, StepRecord};
 use crate::parse::{kv, num, push_step, read_pairs};
 
 /// Any of the three step-line shapes.
 pub fn deepspeed(p: &str, out: &mut Vec<Record>) -> Option<Format> {
-    let mut rec = StepRecord::default();
+    let mut rec = StepRecord {
+        counter: Counter::Engine,
+        ..StepRecord::default()
+    };
     let mut seen = kv::Collected::default();
-    if (p.starts_with("step=") && p.contains(", skipped=")) || p.starts_with("steps: ") {
+    if p.starts_with("steps: ") {
+        // The pipeline engine's line is the training loop's own.
+        rec.counter = Counter::Global;
+        read_pairs(p, &mut rec, &mut seen);
+        rec.step?;
+    } else if p.starts_with("step=") && p.contains(", skipped=") {
         read_pairs(p, &mut rec, &mut seen);
         rec.step?;
     } else if let Some(rest) = p.strip_prefix("epoch=") {
