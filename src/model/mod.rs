@@ -239,6 +239,15 @@ impl Facts {
         u64::from(g) == samples * u64::from(t) && t > 1
     }
 
+    /// The processes a global batch stated beside one process's batch implies: 512 samples a
+    /// step at 64 a device (and its gradient accumulation) is 8 GPUs.
+    fn implied_gpus(&self) -> Option<f64> {
+        let (g, b) = (self.global_batch?, self.batch_size?);
+        let per_process = b.checked_mul(self.grad_accum.unwrap_or(1))?;
+        (per_process > 0 && g % per_process == 0 && !self.global_batch_in_tokens())
+            .then(|| f64::from(g / per_process))
+    }
+
     /// What a step holds, for the rates a line leaves out.
     pub fn sizes(&self) -> run::Sizes {
         let batch = self.step_samples();
@@ -250,7 +259,10 @@ impl Facts {
             batch,
             tokens_per_step: stated_tokens.map(|t| t as f64),
             seq_len: self.seq_len.map(f64::from),
-            gpus: self.world_size.map(f64::from),
+            gpus: self
+                .world_size
+                .map(f64::from)
+                .or_else(|| self.implied_gpus()),
         }
     }
 }

@@ -216,6 +216,8 @@ impl RankState {
             && let (Some(step), Some((t0, s0))) = (d.step, self.last_stamp)
             && step > s0
             && t > t0
+            // Step 0 is logged when the engine starts: the time after it is the setup's.
+            && s0 > 0
         {
             d.step_time_ms = Some((t - t0) * 1000.0 / (step - s0) as f64);
         }

@@ -18,6 +18,31 @@ pub fn pairs<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
     }
 }
 
+/// Calls `f(key, value)` for every `name=value` in a printed dataclass or namespace
+/// (`TrainConfig(model=ModelConfig(max_sequence_length=4096), global_train_batch_size=512)`),
+/// however deeply nested; `value` runs to the next `,` or `)`.
+pub fn assignments<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(at) = memchr::memchr(b'=', &b[from..]).map(|i| from + i) {
+        from = at + 1;
+        if b.get(at + 1) == Some(&b'=') || at == 0 || b[at - 1] == b'=' {
+            from += 1;
+            continue;
+        }
+        let start = b[..at]
+            .iter()
+            .rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.'))
+            .map_or(0, |i| i + 1);
+        if start == at {
+            continue;
+        }
+        let rest = &s[at + 1..];
+        let end = rest.find([',', ')']).unwrap_or(rest.len());
+        f(&s[start..at], rest[..end].trim().trim_matches(['\'', '"']));
+    }
+}
+
 /// `global_batch_size ............. 80`: an argument dump's row, the key led to its value by
 /// dots (Megatron's, DeepSpeed's).
 fn dotted_row(s: &str) -> Option<(&str, &str)> {
@@ -259,7 +284,7 @@ pub enum Field {
 /// Maps a key to its field; a key with words before it (`[train] step`, `INFO loss`) falls back
 /// to its last word.
 pub fn lookup(key: &str) -> Option<Field> {
-    field_of(key).or_else(|| {
+    field_of(key).or_else(|| namespaced(key)).or_else(|| {
         let last = key.rsplit([' ', '(', '[', '{']).next()?;
         if last.len() == key.len() {
             return None;
@@ -274,12 +299,56 @@ pub fn lookup(key: &str) -> Option<Field> {
     })
 }
 
+/// A logger's namespaced key (`train/CrossEntropyLoss`, `throughput/device/tokens_per_second`,
+/// `optim/total_grad_norm`): its last part, a device's tokens per GPU.
+fn namespaced(key: &str) -> Option<Field> {
+    let (space, last) = key.rsplit_once('/')?;
+    // `s/epoch`, `img/s`: a rate's unit, not a namespace.
+    if space.len() < 3 || last.len() < 3 {
+        return None;
+    }
+    let field = match last.to_ascii_lowercase().as_str() {
+        "crossentropyloss" | "ce_loss" => Field::Loss(3),
+        "batches_per_second" | "steps_per_second" => Field::ItersPerS,
+        "total_grad_norm" => Field::GradNorm,
+        _ => field_of(last)?,
+    };
+    Some(match field {
+        Field::TokensPerS if space.split('/').any(|s| s == "device" || s == "gpu") => {
+            Field::TokensPerGpuS
+        }
+        // Running totals (`throughput/total_tokens`) and others: not a step's figure.
+        Field::Step | Field::Total | Field::Epoch => return None,
+        f => f,
+    })
+}
+
 /// Words before `time` that make it one phase's time.
 fn names_a_phase(words: &str) -> bool {
     const PHASES: &[&str] = &[
-        "train", "training", "generate", "generation", "gen", "rollout", "forward", "fwd",
-        "backward", "bwd", "optimizer", "optim", "gather", "eval", "evaluation", "inference",
-        "others", "other", "update", "reward", "ref", "critic", "actor",
+        "train",
+        "training",
+        "generate",
+        "generation",
+        "gen",
+        "rollout",
+        "forward",
+        "fwd",
+        "backward",
+        "bwd",
+        "optimizer",
+        "optim",
+        "gather",
+        "eval",
+        "evaluation",
+        "inference",
+        "others",
+        "other",
+        "update",
+        "reward",
+        "ref",
+        "critic",
+        "actor",
     ];
     words
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -357,6 +426,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"instantaneous_batch_size_per_device"
         | b"micro_batch_size"
         | b"micro_batch_size_b"
+        | b"device_train_batch_size"
         | b"train_micro_batch_size_per_gpu"
         // mmcv's config dump: images per GPU.
         | b"samples_per_gpu"
@@ -364,6 +434,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         // Whole-job batches: detectron2's images per step over all GPUs, DeepSpeed's
         // `train_batch_size`, Hugging Face's header.
         b"global_batch_size"
+        | b"global_train_batch_size"
         | b"ims_per_batch"
         | b"train_batch_size"
         | b"total_batch_size"

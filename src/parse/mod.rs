@@ -65,6 +65,9 @@ pub struct Context {
     pub(crate) since_cache: u32,
     /// The format of a line glued onto the end of a progress bar, counted with the bar's.
     pub(crate) glued_format: Option<Format>,
+    /// The step of a record printed over several lines (OLMo's `[step=20/1000,epoch=0]`
+    /// then indented `key=value` lines), while its lines come.
+    pub(crate) record_step: Option<u64>,
     /// Which loader or phase the settings being printed belong to (`val_dataloader =
     /// dict(`, `***** Running Evaluation *****`): an evaluation's batch size and workers are
     /// not the training's.
@@ -379,6 +382,15 @@ pub(crate) fn dispatch(
     let indent = payload.len() - payload.trim_start().len();
     let p = payload.trim();
     let first = *p.as_bytes().first()?;
+    if ctx.record_step.is_some() {
+        if indent > 0 {
+            if let Some(f) = frameworks::record_figure(p, ctx, out) {
+                return Some(f);
+            }
+        } else {
+            ctx.record_step = None;
+        }
+    }
     let found = match first {
         b'{' => frameworks::dict_line(p, out),
         b'E' | b'I' if p.starts_with("Epoch(") || p.starts_with("Iter(") => mmlab::mmengine(p, out),
@@ -407,6 +419,9 @@ pub(crate) fn dispatch(
         b's' if p.starts_with("s:") => frameworks::llmc_file(p, out),
         b'v' if p.starts_with("validate step:") => eval(p, Format::Torchtitan, out),
         b'v' if p.starts_with("validation loss at iteration") => eval(p, Format::Megatron, out),
+        b'[' if p.starts_with("[step=") => {
+            frameworks::record_header(p, ctx, out).or_else(|| stats::bracket_line(p, ctx, out))
+        }
         b'[' => stats::bracket_line(p, ctx, out),
         b'0'..=b'9' => {
             progress::counter_line(p, ctx, out).or_else(|| frameworks::deepspeed(p, out))
@@ -438,11 +453,23 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
     if let Some(section) = Section::opened_by(p) {
         ctx.section = section;
     }
+    let before = out.len();
+    if printed_object(p) {
+        // A dataclass or namespace printed whole (`TrainConfig(run_name='x', model=
+        // ModelConfig(max_sequence_length=4096), global_train_batch_size=512)`): its settings.
+        kv::assignments(p, &mut |key, value| {
+            if let Some(fact) = kv::lookup(key).and_then(|f| kv::config_fact(f, key, value))
+                && (ctx.section != Section::Eval || !fact.is_loader_setting())
+            {
+                out.push(Record::Config(fact));
+            }
+        });
+        return (out.len() > before).then_some(Format::KeyValue);
+    }
     let mut rec = StepRecord::default();
     let mut cache = CacheRecord::default();
     let mut seen = kv::Collected::default();
     let (mut core, mut measured, mut facts) = (false, false, 0);
-    let before = out.len();
     kv::pairs(p, &mut |key, value| {
         let Some(field) = kv::lookup(key) else {
             return;
@@ -452,14 +479,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         }
         if let Some(fact) = kv::config_fact(field, key, value) {
             // An evaluation loader's settings are not the training's.
-            let evaluation = ctx.section == Section::Eval
-                && matches!(
-                    fact,
-                    ConfigFact::BatchSize(_)
-                        | ConfigFact::GlobalBatch(_)
-                        | ConfigFact::NumWorkers(_)
-                );
-            if !evaluation {
+            if ctx.section != Section::Eval || !fact.is_loader_setting() {
                 out.push(Record::Config(fact));
             }
             facts += 1;
@@ -512,6 +532,26 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         push_event(EventKind::NonFinite, p, out);
     }
     (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// `Name(key=value, ...)` at the start of the line: a Python object printed whole (a config
+/// dataclass, an argparse `Namespace`).
+fn printed_object(p: &str) -> bool {
+    let name = p
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    name > 0
+        && p[name..].starts_with('(')
+        && p[name + 1..]
+            .split(['=', ',', ')'])
+            .next()
+            .is_some_and(|k| {
+                !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            })
+        && p.as_bytes()
+            .get(name + 1 + p[name + 1..].find(['=', ',', ')']).unwrap_or(0))
+            == Some(&b'=')
 }
 
 /// Reads every recognised pair of `s` into `rec`.

@@ -181,6 +181,9 @@ fn glog(t: &str) -> Option<&str> {
 /// The header after a timestamp: ` - mmengine - INFO - `, ` - INFO - __main__ - `,
 /// ` | INFO | train_inner | `, ` | ` (a user's own separator), `: `, or nothing.
 fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
+    if let Some(msg) = tabbed_header(rest, p) {
+        return msg;
+    }
     for sep in [" - ", " | "] {
         if let Some(r) = rest.strip_prefix(sep) {
             let mut r = r;
@@ -216,6 +219,27 @@ fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
         return r[end..].trim_start_matches(':');
     }
     rest.strip_prefix(": ").unwrap_or(rest)
+}
+
+/// OLMo's tab-separated header after the time: `\tHOST:RANK\tLOGGER:LINE\tLEVEL\t` then
+/// the message.
+fn tabbed_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
+    let r = rest.strip_prefix('\t')?;
+    let mut fields = r.splitn(4, '\t');
+    let (host, logger, level, msg) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
+    if !is_level(level) {
+        return None;
+    }
+    if let Some((_, rank_digits)) = host.rsplit_once(':') {
+        p.rank = rank(rank_digits);
+    }
+    p.logger = logger.split(':').next().filter(|l| is_logger_name(l));
+    Some(msg)
 }
 
 fn is_logger_name(s: &str) -> bool {

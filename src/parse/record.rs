@@ -271,6 +271,16 @@ pub enum ConfigFact {
     TotalSteps(u64),
 }
 
+impl ConfigFact {
+    /// A data loader's setting: an evaluation loader's is not the training's.
+    pub fn is_loader_setting(&self) -> bool {
+        matches!(
+            self,
+            ConfigFact::BatchSize(_) | ConfigFact::GlobalBatch(_) | ConfigFact::NumWorkers(_)
+        )
+    }
+}
+
 /// What one line says. A line can say several things (a tqdm bar with a glued log line).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[expect(

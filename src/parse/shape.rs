@@ -46,6 +46,7 @@ struct CtxKey {
     since_cache: u32,
     glued: Option<Format>,
     section: super::Section,
+    record: bool,
 }
 
 impl CtxKey {
@@ -57,6 +58,7 @@ impl CtxKey {
             since_cache: c.since_cache,
             glued: c.glued_format,
             section: c.section,
+            record: c.record_step.is_some(),
         }
     }
 
@@ -65,6 +67,7 @@ impl CtxKey {
             u64::from(self.keras)
                 | u64::from(self.block) << 1
                 | (self.section as u64) << 2
+                | u64::from(self.record) << 62
                 | u64::from(self.since_cache) << 4,
             self.glued.map_or(0, |f| f as u64 + 1),
         );
@@ -370,6 +373,7 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
     }
     opt_f(&mut ctx.keras_epoch, f);
     opt_u(&mut ctx.block_step, f);
+    opt_u(&mut ctx.record_step, f);
 }
 
 /// Calls `f` on every text of a line's records (stage names, event texts), always in the

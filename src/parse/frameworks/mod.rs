@@ -7,6 +7,7 @@ mod hf;
 mod llmc;
 mod megatron;
 mod nanogpt;
+mod olmo;
 mod timm;
 mod torchtitan;
 
@@ -17,6 +18,7 @@ pub use hf::{dict_line, metrics_line};
 pub use llmc::{llm_step, llmc_file};
 pub use megatron::megatron;
 pub use nanogpt::nanogpt;
+pub use olmo::{figure as record_figure, header as record_header};
 pub use timm::timm;
 pub use torchtitan::torchtitan;
 
