@@ -2,10 +2,12 @@
 //! `key=value` line per figure (OLMo's trainer):
 //!
 //! ```text
-//! 2025-12-26 19:18:25.111	host:0	olmo.train:990	INFO	[step=20/1000,epoch=0]
+//! 2025-12-26 19:18:25.111 host:0 olmo.train:990 INFO [step=20/1000,epoch=0]
 //!     train/CrossEntropyLoss=8.581
 //!     throughput/device/tokens_per_second=56,505
 //! ```
+//!
+//! (the header's fields are separated by tabs).
 //!
 //! The header is a step record of its own; each indented line while the record is open is
 //! a step record of the same step with the figure it names.
