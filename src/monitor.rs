@@ -151,6 +151,9 @@ impl Monitor {
     /// One record into the model, then the rules it concerns.
     pub fn record(&mut self, stamp: &Stamp, rec: Record) {
         let (rec, new_run) = self.model.count(stamp, rec);
+        let Some(rec) = rec else {
+            return;
+        };
         if new_run {
             let alerts = self.diagnosis.run_alerts().count() as u64;
             self.diagnosis.new_run(

@@ -47,7 +47,13 @@ pub(crate) enum Counted {
     NewRun,
     /// The redraw of an evaluation bar.
     Eval,
+    /// A bar too short to be a run's training (`2/2 [00:00<00:00, 627.37it/s]` while a
+    /// model loads): no step at all.
+    Setup,
 }
+
+/// Bars of fewer steps than this are a setup's (files, shards, a warm-up), not a run.
+const SETUP_BAR: u64 = 5;
 
 impl Counters {
     /// Makes `rec`'s step the global training step, or says that it is an evaluation's.
@@ -69,7 +75,7 @@ impl Counters {
             Counter::Bar => self.bar(rec),
         };
         self.own_steps |= rec.counter != Counter::Engine && rec.step.is_some();
-        if rec.smoothed && counted != Counted::Eval {
+        if rec.smoothed && matches!(counted, Counted::Step | Counted::NewRun) {
             self.unsmooth(rec);
         }
         counted
@@ -80,6 +86,7 @@ impl Counters {
     /// phase. Each step's own time is recovered from two consecutive redraws one step apart
     /// (`(rate - 0.7 × rate before) / 0.3`): the 30 s the evaluation took shows on its one
     /// step. A redraw of the same step adds no time; a jump of several steps keeps the rate.
+    /// The rate itself stays as printed.
     fn unsmooth(&mut self, rec: &mut StepRecord) {
         let (Some(step), Some(printed)) = (
             rec.step,
@@ -97,8 +104,10 @@ impl Counters {
             }
             _ => Some(printed),
         };
+        // The rate stays as printed (the bar's own figure, and a run's median of it is what
+        // a user reads); the step's time is its own.
+        rec.iters_per_s = Some(1000.0 / printed);
         rec.step_time_ms = own;
-        rec.iters_per_s = own.map(|ms| 1000.0 / ms);
         self.smoothed = Some((step, printed));
     }
 
@@ -155,6 +164,9 @@ impl Counters {
 
     fn bar(&mut self, rec: &mut StepRecord) -> Counted {
         let (n, total) = (rec.step.unwrap_or(0), rec.total);
+        if total.is_some_and(|t| t < SETUP_BAR) {
+            return Counted::Setup;
+        }
         if total.is_some() && self.evals.contains(&total) {
             return Counted::Eval;
         }
@@ -254,7 +266,7 @@ mod tests {
     ) -> Option<u64> {
         match counted(c, counter, epoch, n, total) {
             (s, Counted::Step | Counted::NewRun) => s,
-            (_, Counted::Eval) => None,
+            (_, Counted::Eval | Counted::Setup) => None,
         }
     }
 

@@ -155,6 +155,14 @@ pub struct Facts {
     /// Tokens per optimizer step of the whole job, as the log states it.
     pub tokens_per_step: Option<u64>,
     pub world_size: Option<u32>,
+    /// One process's batch, where the log states one as such (not a global batch shown as
+    /// `batch_size`).
+    #[serde(skip)]
+    device_batch: Option<u32>,
+    #[serde(skip)]
+    nodes: Option<u32>,
+    #[serde(skip)]
+    gpus_per_node: Option<u32>,
     pub pin_memory: Option<bool>,
     pub amp_dtype: Option<String>,
     pub gradient_checkpointing: Option<bool>,
@@ -190,7 +198,12 @@ impl Facts {
         }
         match f {
             ConfigFact::NumWorkers(v) => self.num_workers = Some(v),
-            ConfigFact::BatchSize(v) => self.batch_size = Some(v),
+            ConfigFact::BatchSize(v) => {
+                self.batch_size = Some(v);
+                self.device_batch = Some(v);
+            }
+            ConfigFact::Nodes(v) => self.nodes = Some(v),
+            ConfigFact::GpusPerNode(v) => self.gpus_per_node = Some(v),
             ConfigFact::GlobalBatch(v) => {
                 self.global_batch = Some(v);
                 // The batch size the log states, where it states no other.
@@ -214,7 +227,7 @@ impl Facts {
     pub fn step_samples(&self) -> Option<f64> {
         let per_step = || {
             Some(
-                f64::from(self.batch_size?)
+                f64::from(self.device_batch?)
                     * f64::from(self.world_size.unwrap_or(1))
                     * f64::from(self.grad_accum.unwrap_or(1)),
             )
@@ -230,7 +243,8 @@ impl Facts {
     /// accumulation and the sequence length counts tokens, not samples (llm.c's
     /// `total_batch_size=524288` for 32 sequences of 1024 tokens, 16 times).
     fn global_batch_in_tokens(&self) -> bool {
-        let (Some(g), Some(b), Some(t)) = (self.global_batch, self.batch_size, self.seq_len) else {
+        let (Some(g), Some(b), Some(t)) = (self.global_batch, self.device_batch, self.seq_len)
+        else {
             return false;
         };
         let samples = u64::from(b)
@@ -242,7 +256,10 @@ impl Facts {
     /// The processes a global batch stated beside one process's batch implies: 512 samples a
     /// step at 64 a device (and its gradient accumulation) is 8 GPUs.
     fn implied_gpus(&self) -> Option<f64> {
-        let (g, b) = (self.global_batch?, self.batch_size?);
+        if let (Some(n), Some(g)) = (self.nodes, self.gpus_per_node) {
+            return Some(f64::from(n) * f64::from(g));
+        }
+        let (g, b) = (self.global_batch?, self.device_batch?);
         let per_process = b.checked_mul(self.grad_accum.unwrap_or(1))?;
         (per_process > 0 && g % per_process == 0 && !self.global_batch_in_tokens())
             .then(|| f64::from(g / per_process))
@@ -312,20 +329,22 @@ impl Model {
 
     /// A step record with its step made the run's global step (a position in an epoch
     /// becomes the iterations done), or the evaluation event an evaluation bar's redraw is;
-    /// other records as they are. True with a step that starts a new run in its file: call
-    /// `new_run` before applying it. Call before `apply`, which takes global steps.
-    pub fn count(&mut self, stamp: &Stamp, rec: Record) -> (Record, bool) {
+    /// other records as they are; nothing for a setup's bar. True with a step that starts a
+    /// new run in its file: call `new_run` before applying it. Call before `apply`, which
+    /// takes global steps.
+    pub fn count(&mut self, stamp: &Stamp, rec: Record) -> (Option<Record>, bool) {
         let Record::Step(mut s) = rec else {
-            return (rec, false);
+            return (Some(rec), false);
         };
         if s.step.is_none() && s.counter.is_global() {
-            return (Record::Step(s), false);
+            return (Some(Record::Step(s)), false);
         }
         let counters = self.counters.entry((stamp.source, stamp.rank)).or_default();
         match counters.count(&mut s) {
-            Counted::Step => (Record::Step(s), false),
-            Counted::NewRun => (Record::Step(s), true),
-            Counted::Eval => (counters::eval_event(&s), false),
+            Counted::Step => (Some(Record::Step(s)), false),
+            Counted::NewRun => (Some(Record::Step(s)), true),
+            Counted::Eval => (Some(counters::eval_event(&s)), false),
+            Counted::Setup => (None, false),
         }
     }
 

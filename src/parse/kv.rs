@@ -275,6 +275,8 @@ pub enum Field {
     WorldSize,
     /// A list or range of GPU ids: its length is the world size.
     GpuIds,
+    Nodes,
+    GpusPerNode,
     /// Cache counters printed as pairs: `hits=8245 misses=1755 hit_rate=0.82`.
     CacheHits,
     CacheMisses,
@@ -393,8 +395,11 @@ pub fn field_of(key: &str) -> Option<Field> {
             StepTime(Unit::Ms)
         }
         b"elapsed_time_per_iteration_ms" => StepTime(Unit::Ms),
-        // DeepSpeed-Chat's whole RLHF step: generation and training.
-        b"e2e_latency" | b"e2e_time" | b"e2e_step_time" => StepTime(Unit::S),
+        // DeepSpeed-Chat's whole RLHF step: generation and training; verl's.
+        b"e2e_latency" | b"e2e_time" | b"e2e_step_time" | b"timing_s/step"
+        | b"perf/time_per_step" => StepTime(Unit::S),
+        // verl: tokens over the step's time and the GPUs.
+        b"perf/throughput" => TokensPerGpuS,
         b"iter_time_(s)" | b"step_time_s" => StepTime(Unit::S),
         b"data_time" | b"data" | b"data_load_time" | b"dataload_time" | b"dataloader_time" => {
             DataTime(Unit::S)
@@ -498,6 +503,10 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"benchmark" => CudnnBenchmark,
         b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" | b"num_processes"
         | b"gpu_number" => WorldSize,
+        b"nnodes" | b"num_nodes" | b"trainer.nnodes" => Nodes,
+        b"n_gpus_per_node" | b"nproc_per_node" | b"gpus_per_node" | b"trainer.n_gpus_per_node" => {
+            GpusPerNode
+        }
         // mmcv's config: `gpu_ids = range(0, 2)`, `gpu_ids = [0, 1]`.
         b"gpu_ids" => GpuIds,
         b"hits" | b"cache_hits" => CacheHits,
@@ -652,6 +661,8 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
         Field::TokensPerStep => ConfigFact::TokensPerStep(num::integer(word)?),
         Field::WorldSize => ConfigFact::WorldSize(int()?),
         Field::GpuIds => ConfigFact::WorldSize(id_count(value)?),
+        Field::Nodes => ConfigFact::Nodes(int()?),
+        Field::GpusPerNode => ConfigFact::GpusPerNode(int()?),
         Field::TotalSteps => ConfigFact::TotalSteps(num::integer(word)?),
         Field::PinMemory => ConfigFact::PinMemory(flag()?),
         Field::GradientCheckpointing => ConfigFact::GradientCheckpointing(flag()?),

@@ -264,6 +264,10 @@ pub enum ConfigFact {
     /// Tokens per optimizer step of the whole job (`tokens per iteration will be: 16,384`).
     TokensPerStep(u64),
     WorldSize(u32),
+    /// Machines and GPUs on each (`nnodes`, `n_gpus_per_node`): the world size is their
+    /// product when it is not stated.
+    Nodes(u32),
+    GpusPerNode(u32),
     PinMemory(bool),
     AmpDtype(String),
     GradientCheckpointing(bool),
