@@ -32,6 +32,9 @@ pub(crate) struct Counters {
     smoothed: Option<(u64, f64)>,
     /// Step lines of the run's own have come: an engine's counter is not the run's steps.
     own_steps: bool,
+    /// Step lines that name their step (not a bar's) have come: a progress bar beside them
+    /// (verl's `Training Progress`) repeats their count with a rate of its own.
+    line_steps: bool,
 }
 
 /// tqdm's smoothing: each redraw's rate is `0.3 × this step + 0.7 × the rate before`.
@@ -59,22 +62,19 @@ impl Counters {
     /// Makes `rec`'s step the global training step, or says that it is an evaluation's.
     pub(crate) fn count(&mut self, rec: &mut StepRecord) -> Counted {
         let counted = match rec.counter {
-            Counter::Engine if self.own_steps => {
-                // Its optimizer steps and its own throughput (an RLHF actor's training
-                // alone): not the run's. Its learning rate and loss scale are.
-                rec.step = None;
-                rec.epoch = None;
-                rec.samples_per_s = None;
-                rec.step_time_ms = None;
-                rec.iters_per_s = None;
-                return Counted::Step;
-            }
+            // An engine's optimizer steps and its own throughput (an RLHF actor's training
+            // alone), or a bar that repeats the step lines: not the run's. Their learning
+            // rate and loss scale are.
+            Counter::Engine if self.own_steps => return figures_only(rec),
+            Counter::Bar if self.line_steps => return figures_only(rec),
             Counter::Engine => self.advance(rec),
             Counter::Global => self.plain(rec),
             Counter::InEpoch { base } => self.in_epoch(rec, base),
             Counter::Bar => self.bar(rec),
         };
         self.own_steps |= rec.counter != Counter::Engine && rec.step.is_some();
+        self.line_steps |=
+            matches!(rec.counter, Counter::Global | Counter::InEpoch { .. }) && rec.step.is_some();
         if rec.smoothed && matches!(counted, Counted::Step | Counted::NewRun) {
             self.unsmooth(rec);
         }
@@ -220,6 +220,18 @@ impl Counters {
             Counted::Step
         }
     }
+}
+
+/// A record of no step and no time of its own: its other figures stand.
+fn figures_only(rec: &mut StepRecord) -> Counted {
+    rec.step = None;
+    rec.total = None;
+    rec.epoch = None;
+    rec.samples_per_s = None;
+    rec.step_time_ms = None;
+    rec.iters_per_s = None;
+    rec.eta_s = None;
+    Counted::Step
 }
 
 /// The event an evaluation bar's redraw becomes.

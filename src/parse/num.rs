@@ -22,6 +22,8 @@ pub enum Unit {
 /// first element (`[5e-05, 5e-05]`).
 pub fn number_unit(s: &str) -> Option<(f64, Unit, &str)> {
     let s = s.trim_matches(|c| c == '\'' || c == '"' || c == '[' || c == ' ');
+    // A value a library wrapped: `np.float64(-0.00013)`, `tensor(0.5031, device='cuda:0')`.
+    let s = unwrapped(s).unwrap_or(s);
     let end = number_end(s);
     if end == 0 {
         let lower = s.get(..3)?;
@@ -38,6 +40,18 @@ pub fn number_unit(s: &str) -> Option<(f64, Unit, &str)> {
     trace::note(num, Kind::Decimal, Some(Val::F(value)));
     let rest = rest.trim_start_matches(['\'', '"']);
     Some((value, unit_of(rest), rest))
+}
+
+/// The inside of `np.float64(...)`, `numpy.float32(...)`, `tensor(...)`.
+fn unwrapped(s: &str) -> Option<&str> {
+    let open = s.find('(')?;
+    let name = &s[..open];
+    let wrapper = name == "tensor"
+        || name
+            .strip_prefix("np.")
+            .or(name.strip_prefix("numpy."))
+            .is_some_and(|t| t.starts_with("float") || t.starts_with("int"));
+    wrapper.then(|| &s[open + 1..])
 }
 
 /// Just the number, any unit ignored.
