@@ -235,6 +235,9 @@ impl RankState {
         {
             d.samples_per_s = Some(ips * b);
         }
+        if d.tokens_per_device {
+            d.tokens_per_gpu_s = d.tokens_per_s.take();
+        }
         if let Some(g) = sizes.gpus.filter(|g| *g > 0.0) {
             if d.tokens_per_s.is_none() {
                 d.tokens_per_s = d.tokens_per_gpu_s.map(|t| t * g);

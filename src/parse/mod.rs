@@ -401,6 +401,7 @@ pub(crate) fn dispatch(
             eval(p, Format::Timm, out)
         }
         b'i' if p.starts_with("iteration") => frameworks::megatron(p, out),
+        b'B' if p.starts_with("Building device mesh") => frameworks::mesh(p, out),
         b'i' if p.starts_with("iter ") => frameworks::nanogpt(p, out),
         b'i' | b'e' if p.starts_with("iter: ") || p.starts_with("eta: ") => {
             frameworks::detectron2(p, out)

@@ -119,9 +119,13 @@ pub struct StepRecord {
     pub grad_norm: Option<f64>,
     pub loss_scale: Option<f64>,
     pub tokens_per_s: Option<f64>,
-    /// Tokens per second of one GPU (`tgs`, torchtitan's `tps`).
+    /// Tokens per second of one GPU (`tgs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_gpu_s: Option<f64>,
+    /// `tokens_per_s` as printed counts one device's tokens (torchtitan's `tps`): the job's
+    /// are that times the GPUs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_per_device: bool,
     pub mfu_pct: Option<f64>,
     pub memory_mb: Option<f64>,
     pub eta_s: Option<f64>,

@@ -20,7 +20,7 @@ pub use megatron::megatron;
 pub use nanogpt::nanogpt;
 pub use olmo::{figure as record_figure, header as record_header};
 pub use timm::timm;
-pub use torchtitan::torchtitan;
+pub use torchtitan::{mesh, torchtitan};
 
 #[cfg(test)]
 pub(crate) mod test_util {
