@@ -12,6 +12,7 @@ pub mod num;
 pub mod prefix;
 mod progress;
 pub mod record;
+mod script;
 mod shape;
 mod stats;
 mod trace;
@@ -455,6 +456,9 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         ctx.section = section;
     }
     let before = out.len();
+    if let Some(f) = script::facts(p, out) {
+        return Some(f);
+    }
     if printed_object(p) {
         // A dataclass or namespace printed whole (`TrainConfig(run_name='x', model=
         // ModelConfig(max_sequence_length=4096), global_train_batch_size=512)`): its settings.
