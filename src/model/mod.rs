@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::loglines::{LineKind, LogLines};
 use crate::parse::record::{
-    ConfigFact, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
+    ConfigFact, Counter, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
 };
 use batch::Batches;
 use cache::CacheState;
@@ -336,6 +336,11 @@ impl Model {
         let Record::Step(mut s) = rec else {
             return (Some(rec), false);
         };
+        if s.updates.is_some() {
+            s.step = s.updates;
+            s.total = None;
+            s.counter = Counter::Global;
+        }
         if s.step.is_none() && s.counter.is_global() {
             return (Some(Record::Step(s)), false);
         }

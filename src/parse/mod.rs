@@ -393,7 +393,7 @@ pub(crate) fn dispatch(
         }
     }
     let found = match first {
-        b'{' => frameworks::dict_line(p, out),
+        b'{' => frameworks::dict_line(p, logger, out),
         b'E' | b'I' if p.starts_with("Epoch(") || p.starts_with("Iter(") => mmlab::mmengine(p, out),
         b'E' | b'I' if p.starts_with("Epoch [") || p.starts_with("Iter [") => mmlab::mmcv(p, out),
         b'E' if p.starts_with("Epoch ") => progress::epoch_line(p, ctx, out),

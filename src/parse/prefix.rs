@@ -125,7 +125,15 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
         while let Some(r) = rest.trim_start().strip_prefix('[') {
             let Some(end) = r.find(']') else { break };
             let field = &r[..end];
-            if !(is_level(field) || field.contains(':') || field.contains('.')) {
+            // Hydra's `[time][train_inner][INFO] - `: a logger's name before the level.
+            let logger_then_level = is_logger_name(field)
+                && r[end + 1..]
+                    .strip_prefix('[')
+                    .and_then(|n| n.split_once(']'))
+                    .is_some_and(|(level, _)| is_level(level));
+            if logger_then_level {
+                p.logger = Some(field);
+            } else if !(is_level(field) || field.contains(':') || field.contains('.')) {
                 break;
             }
             rest = &r[end + 1..];

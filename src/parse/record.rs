@@ -98,6 +98,10 @@ pub struct StepRecord {
     pub epoch: Option<f64>,
     #[serde(skip_serializing_if = "Counter::is_global")]
     pub counter: Counter,
+    /// The optimizer updates so far, printed beside a position in the epoch (fairseq's
+    /// `num_updates`): the run's global step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updates: Option<u64>,
     /// The rate is tqdm's moving average (smoothing 0.3 over the redraws), not this step's
     /// own: the model recovers each step's time from consecutive redraws.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

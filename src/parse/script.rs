@@ -20,7 +20,11 @@ fn assignment(p: &str) -> Option<Assignment<'_>> {
         return None;
     }
     let name = left.split(':').next()?.trim();
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.') {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+    {
         return None;
     }
     let (expr, comment) = right.split_once('#').unwrap_or((right, ""));

@@ -299,6 +299,7 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
             Record::Step(s) => {
                 opt_u(&mut s.step, f);
                 opt_u(&mut s.total, f);
+                opt_u(&mut s.updates, f);
                 for x in [
                     &mut s.epoch,
                     &mut s.step_time_ms,

@@ -24,6 +24,9 @@ pub fn fairseq(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option<F
         let total_len = rest.bytes().take_while(u8::is_ascii_digit).count();
         let mut seen = kv::Collected::default();
         read_pairs(&rest[total_len..], &mut rec, &mut seen);
+        // `num_updates=3880` (read as a step): the run's global step; the line's own is the
+        // position in the epoch.
+        rec.updates = rec.step;
         rec.epoch = Some(epoch);
         rec.step = Some(step);
         rec.total = num::integer(rest);

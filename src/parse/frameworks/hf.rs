@@ -2,11 +2,20 @@
 //! `train_runtime` dict and `***** train metrics *****` block, and the JSON-lines logs of mmcv,
 //! mmengine, detectron2 and fairseq.
 
-use crate::parse::record::{Format, Record, StepRecord, SummaryRecord};
-use crate::parse::{eval, kv, num, push_step};
+use crate::parse::record::{EventKind, Format, Record, StepRecord, SummaryRecord};
+use crate::parse::{eval, kv, num, push_event, push_step};
 
 /// A `{...}` line: a step, an eval, a run summary or config, by its keys.
-pub fn dict_line(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+pub fn dict_line(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option<Format> {
+    // fairseq's JSON log: `[train]` is an epoch's averages, `[valid]` an evaluation.
+    match logger {
+        Some("train") if p.contains("\"train_") => {
+            push_event(EventKind::EpochEnd, p, out);
+            return Some(Format::Fairseq);
+        }
+        Some("valid") => return eval(p, Format::Fairseq, out),
+        _ => {}
+    }
     let python = p.starts_with("{'");
     let mut rec = StepRecord::default();
     let mut seen = kv::Collected::default();
@@ -112,7 +121,7 @@ mod tests {
     fn hf_dict_with_quoted_strings() {
         let mut out = Vec::new();
         let line = "{'loss': '0.8248', 'grad_norm': '0.9336', 'learning_rate': '0.0001929', 'epoch': '0.2286'}";
-        assert_eq!(dict_line(line, &mut out), Some(Format::HfTrainer));
+        assert_eq!(dict_line(line, None, &mut out), Some(Format::HfTrainer));
         let s = step(&out);
         assert_eq!(
             (s.loss, s.grad_norm, s.lr, s.epoch),
@@ -125,6 +134,7 @@ mod tests {
         let mut out = Vec::new();
         dict_line(
             "{'train_runtime': 0.4796, 'train_samples_per_second': 20852.484, 'train_steps_per_second': 646.427, 'train_loss': 53.3, 'epoch': 9.92}",
+            None,
             &mut out,
         );
         assert_eq!(
@@ -139,6 +149,7 @@ mod tests {
         out.clear();
         dict_line(
             "{'eval_loss': 2.33, 'eval_runtime': 266.2, 'epoch': 1.0}",
+            None,
             &mut out,
         );
         assert!(matches!(out[0], Record::Event { .. }));
@@ -157,7 +168,7 @@ mod tests {
     fn mmcv_json_line() {
         let mut out = Vec::new();
         let line = r#"{"mode": "train", "epoch": 1, "iter": 850, "lr": 0.00962, "memory": 6567, "data_time": 0.00983, "loss": 1.5689, "time": 1.4326}"#;
-        assert_eq!(dict_line(line, &mut out), Some(Format::Mmcv));
+        assert_eq!(dict_line(line, None, &mut out), Some(Format::Mmcv));
         assert_eq!(step(&out).step, Some(850));
     }
 }
