@@ -403,6 +403,11 @@ pub(crate) fn dispatch(
         }
         b'i' if p.starts_with("iteration") => frameworks::megatron(p, out),
         b'B' if p.starts_with("Building device mesh") => frameworks::mesh(p, out),
+        // DeepSpeed-Chat's print_throughput: one rank's micro-batch (`Batch Size: 2`), its
+        // samples/s not the job's; the engine's timer line gives those.
+        b'M' if p.starts_with("Model Parameters:") && p.contains("Latency:") => {
+            Some(Format::DeepSpeed)
+        }
         b'i' if p.starts_with("iter ") => frameworks::nanogpt(p, out),
         b'i' | b'e' if p.starts_with("iter: ") || p.starts_with("eta: ") => {
             frameworks::detectron2(p, out)
