@@ -397,6 +397,7 @@ pub(crate) fn dispatch(
         b'E' | b'I' if p.starts_with("Epoch(") || p.starts_with("Iter(") => mmlab::mmengine(p, out),
         b'E' | b'I' if p.starts_with("Epoch [") || p.starts_with("Iter [") => mmlab::mmcv(p, out),
         b'E' if p.starts_with("Epoch ") => progress::epoch_line(p, ctx, out),
+        b'E' if p.starts_with("Epoch:") => frameworks::meters(p, out),
         b'T' if p.starts_with("Train: ") => frameworks::timm(p, out),
         b'T' | b'V' if p.starts_with("Test: [") || p.starts_with("Validation: [") => {
             eval(p, Format::Timm, out)

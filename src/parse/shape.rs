@@ -180,7 +180,7 @@ enum Source {
 }
 
 /// How a read becomes a figure: the parser's unit conversions.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
     Same,
     Mul(f64),
@@ -238,6 +238,13 @@ impl Source {
             } => op.apply(kind.read(text.get(at..at + len)?)?),
             Source::KerasEpoch => before.keras_epoch.map(Val::F),
             Source::BlockStep => before.block_step.map(Val::U),
+        }
+    }
+
+    fn op(&self) -> Option<Op> {
+        match *self {
+            Source::Read { op, .. } => Some(op),
+            _ => None,
         }
     }
 
@@ -507,9 +514,13 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
     let mut candidates = Vec::new();
     for v in line.figures() {
         let mut found: Vec<Source> = Vec::new();
+        // One place read twice is one explanation; one place with two conversions that both
+        // fit (a `0.000` is 0 ms and 0 s) is two, until a line tells them apart.
         let mut add = |s: Source| {
             if s.value(line.text, line.before).is_some_and(|x| x.same(v))
-                && !found.iter().any(|f| f.anchor() == s.anchor())
+                && !found
+                    .iter()
+                    .any(|f| f.anchor() == s.anchor() && f.op() == s.op())
             {
                 found.push(s);
             }
@@ -899,6 +910,26 @@ mod tests {
                 lines.len()
             );
         }
+    }
+
+    #[test]
+    fn a_zero_does_not_decide_a_unit() {
+        // `Data  0.000` is 0 s and 0 ms: the lines that follow, with real data times, must
+        // still read as seconds.
+        let mut lines = Vec::new();
+        for i in 0..12 {
+            lines.push(
+                format!("Epoch: [0][{i}00/5005]\tTime  0.3{i} ( 0.5)\tData  0.000 ( 0.9)\tLoss 2.1 (2.1)")
+                    .into_bytes(),
+            );
+        }
+        for i in 0..12 {
+            lines.push(
+                format!("Epoch: [1][{i}00/5005]\tTime  2.4{i} ( 0.5)\tData  2.13{i} ( 0.9)\tLoss 2.1 (2.1)")
+                    .into_bytes(),
+            );
+        }
+        assert!(compare(&lines) > 0);
     }
 
     #[test]
