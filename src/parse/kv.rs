@@ -432,6 +432,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"micro_batch_size"
         | b"micro_batch_size_b"
         | b"device_train_batch_size"
+        | b"batch_size_per_gpu"
+        | b"batch_size_per_device"
         | b"train_micro_batch_size_per_gpu"
         // mmcv's config dump: images per GPU.
         | b"samples_per_gpu"

@@ -402,6 +402,8 @@ pub(crate) fn dispatch(
         b'T' | b'V' if p.starts_with("Test: [") || p.starts_with("Validation: [") => {
             eval(p, Format::Timm, out)
         }
+        // MetricLogger's evaluation header (`Test:  [78/79]  eta: ...  loss: 11.58 (11.55)`).
+        b'T' | b'V' | b'E' if evaluation_header(p) => eval(p, Format::KeyValue, out),
         b'i' if p.starts_with("iteration") => frameworks::megatron(p, out),
         b'B' if p.starts_with("Building device mesh") => frameworks::mesh(p, out),
         // DeepSpeed-Chat's print_throughput: one rank's micro-batch (`Batch Size: 2`), its
@@ -430,7 +432,7 @@ pub(crate) fn dispatch(
         b'[' if p.starts_with("[step=") => {
             frameworks::record_header(p, ctx, out).or_else(|| stats::bracket_line(p, ctx, out))
         }
-        b'[' => stats::bracket_line(p, ctx, out),
+        b'[' => frameworks::headless_meter(p, out).or_else(|| stats::bracket_line(p, ctx, out)),
         b'0'..=b'9' => {
             progress::counter_line(p, ctx, out).or_else(|| frameworks::deepspeed(p, out))
         }
@@ -543,6 +545,17 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         push_event(EventKind::NonFinite, p, out);
     }
     (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// `Test:  [78/79]`, `Val: [3/50]`, `Eval:  [..`: a meter's header for an evaluation loop.
+fn evaluation_header(p: &str) -> bool {
+    let Some((head, rest)) = p.split_once(':') else {
+        return false;
+    };
+    matches!(
+        head,
+        "Test" | "Val" | "Valid" | "Validation" | "Eval" | "Evaluation"
+    ) && rest.trim_start().starts_with('[')
 }
 
 /// `Name(key=value, ...)` at the start of the line: a Python object printed whole (a config

@@ -53,6 +53,27 @@ pub fn meters(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     Some(Format::KeyValue)
 }
 
+/// A MetricLogger line with an empty header (`  [ 10/782]  eta: 0:05:46  time: 0.448  data:
+/// 0.139`): a loop's progress like a bar's, told apart by the model from the run's steps.
+pub fn headless_meter(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let (pos, rest) = bracketed(p, '[', ']')?;
+    let rest = rest.trim_start();
+    if !rest.starts_with("eta:") {
+        return None;
+    }
+    let (i, n) = pos.split_once('/')?;
+    let mut rec = StepRecord {
+        step: Some(num::integer(i)?),
+        total: num::integer(n),
+        counter: Counter::Bar,
+        ..StepRecord::default()
+    };
+    let mut seen = kv::Collected::default();
+    read_pairs(rest, &mut rec, &mut seen);
+    push_step(rec, &seen, p, out);
+    Some(Format::KeyValue)
+}
+
 /// `[ 890/1562]rest` -> (` 890/1562`, `rest`).
 fn bracketed(s: &str, open: char, close: char) -> Option<(&str, &str)> {
     let inner = s.strip_prefix(open)?;

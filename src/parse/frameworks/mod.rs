@@ -18,7 +18,7 @@ pub use fairseq::{accelerate, fairseq};
 pub use hf::{dict_line, metrics_line};
 pub use llmc::{llm_step, llmc_file};
 pub use megatron::megatron;
-pub use meters::meters;
+pub use meters::{headless_meter, meters};
 pub use nanogpt::nanogpt;
 pub use olmo::{figure as record_figure, header as record_header};
 pub use timm::timm;
