@@ -287,6 +287,10 @@ pub enum Field {
 /// to its last word.
 pub fn lookup(key: &str) -> Option<Field> {
     field_of(key).or_else(|| namespaced(key)).or_else(|| {
+        // `update batch_size to 8`, `set num_workers to 4`: the word before `to`.
+        if let Some(phrase) = key.strip_suffix(" to") {
+            return lookup(phrase.rsplit(' ').next()?).filter(|f| !matches!(f, Field::Step));
+        }
         let last = key.rsplit([' ', '(', '[', '{']).next()?;
         if last.len() == key.len() {
             return None;
@@ -372,9 +376,8 @@ pub fn field_of(key: &str) -> Option<Field> {
     }
     use Field::*;
     Some(match &buf[..raw.len()] {
-        b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it" => {
-            Step
-        }
+        b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it"
+        | b"batch_index" | b"batch_idx" => Step,
         b"total" => Total,
         b"total_steps"
         | b"max_steps"

@@ -207,6 +207,13 @@ fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
                         p.logger = Some(name);
                         return msg;
                     }
+                    // loguru: `LEVEL | module:function:line - message`.
+                    if let Some((place, msg)) = after.split_once(" - ")
+                        && place.split(':').count() == 3
+                        && !place.contains(' ')
+                    {
+                        return msg;
+                    }
                     return after;
                 }
                 if !is_logger_name(field) {
