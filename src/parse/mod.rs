@@ -419,6 +419,7 @@ pub(crate) fn dispatch(
             .or_else(|| frameworks::accelerate(p, out))
             .or_else(|| frameworks::deepspeed(p, out)),
         b't' if p.starts_with("train_") => frameworks::metrics_line(p, out),
+        b't' if p.starts_with("timer: ") => step_timer(p, out),
         b's' if p.starts_with("step:") => frameworks::torchtitan(p, out),
         b's' if p.starts_with("steps: ") || p.starts_with("step=") => frameworks::deepspeed(p, out),
         b's' if p.starts_with("samples/sec:") => frameworks::megatron(p, out),
@@ -545,6 +546,23 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         push_event(EventKind::NonFinite, p, out);
     }
     (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// `timer: 0.3520 sec.` alone on its line (ssd.pytorch's loop): the time of the iteration
+/// printed next.
+fn step_timer(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let value = p.strip_prefix("timer: ")?.strip_suffix(" sec.")?;
+    let mut rec = StepRecord::default();
+    let mut seen = kv::Collected::default();
+    kv::apply(
+        kv::Field::StepTime(num::Unit::S),
+        value,
+        &mut rec,
+        &mut seen,
+    )
+    .then_some(())?;
+    push_step(rec, &seen, p, out);
+    Some(Format::KeyValue)
 }
 
 /// `Test:  [78/79]`, `Val: [3/50]`, `Eval:  [..`: a meter's header for an evaluation loop.

@@ -23,7 +23,8 @@ that figure. Figures:
     data_ms     this step's data-loading wait (also data_s)
     samples_per_s, tokens_per_s (the whole job's), tokens_per_gpu_s
 
-A line with figures but no step belongs to the latest step. Optional keys of `[truth]`:
+A line with figures but no step belongs to the latest step (a record of its own when that
+step has those figures already, or when no step came yet). Optional keys of `[truth]`:
 `zero_based` (the counter starts at 0: the step reached may be read as printed or plus one),
 `global_batch` and `tokens_per_step` (as the log prints them: samples/s and tokens/s are then
 derived from the median step time where the log does not print them, and marked derived),
@@ -113,8 +114,12 @@ def runs(case_dir, case):
             figs = normalise(figs)
             step = figs.pop("step", None)
             if step is None:
-                if current:
+                if current and current[-1][0] is not None and not figs.keys() & current[-1][1].keys():
                     current[-1][1].update(figs)
+                elif figs:
+                    # Before any step line, or a figure the latest step already has (a timer
+                    # printed before its step): its own record, counted in the run's means.
+                    current.append((None, figs))
                 continue
             if start is None and last_step is not None and step < last_step and current:
                 all_runs.append(current)
@@ -153,11 +158,11 @@ def truth_of(case_dir):
     def col(name):
         return [f[name] for f in figs if name in f]
 
-    out = {"runs": len(all_runs), "steps_last": max(s for s, _ in run)}
+    out = {"runs": len(all_runs), "steps_last": max(s for s, _ in run if s is not None)}
     out["zero_based"] = bool(t.get("zero_based", False))
     step_ms = col("step_ms")
     avg = col("avg_ms")
-    elapsed = [(s, f["elapsed_s"]) for s, f in run if "elapsed_s" in f]
+    elapsed = [(s, f["elapsed_s"]) for s, f in run if "elapsed_s" in f and s is not None]
     # A total that goes back was restarted (a clock reset after warm-up): only the part
     # after the last restart is differenced.
     for i in range(len(elapsed) - 1, 0, -1):

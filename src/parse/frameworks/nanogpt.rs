@@ -6,6 +6,10 @@ use crate::parse::{kv, num, push_step, read_pairs};
 /// `mfu -100.00%` is nanoGPT's "not measured yet" and is dropped by the field rules.
 pub fn nanogpt(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let (head, rest) = p.strip_prefix("iter ")?.split_once(':')?;
+    // `iter 0 || Loss: 19.48 ||` is another loop's: nanoGPT's number is all before the colon.
+    if !head.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let mut rec = StepRecord {
         step: Some(num::integer(head)?),
         ..StepRecord::default()
