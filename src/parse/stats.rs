@@ -2,8 +2,8 @@
 //! cache statistics (`Hit Rate: 82.45% (8245 hits / 1755 misses)`) and memory monitor lines
 //! (`[Step 100] Memory - Process: 15678.9MB (6.1%), System: 125.4/256.0GB (49.0%)`).
 
-use super::record::{CacheRecord, Format, HostMemRecord, Record, StageRecord};
-use super::{Context, labels, num};
+use super::record::{CacheRecord, Format, HostMemRecord, Record, StageRecord, StepRecord};
+use super::{Context, kv, labels, num, push_step, read_pairs};
 
 /// Lines starting with `[`: a timing block header (`[Step 100]`, `[Step 100] Forward timing:`),
 /// a line of a block that names its step on every line (`[Step 100] VRT Stage1 : 10.2ms`), a
@@ -37,6 +37,23 @@ pub fn bracket_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
         }
         out.truncate(before.0);
         *ctx = before.1;
+        // `[Step 1/100] Loss: 5.49 | Global Tokens/s: 1347.72 | ...`: a step line of its own.
+        let mut rec = StepRecord {
+            step: Some(step),
+            total: inner.split_once('/').and_then(|(_, t)| num::integer(t)),
+            ..StepRecord::default()
+        };
+        let mut seen = kv::Collected::default();
+        read_pairs(rest, &mut rec, &mut seen);
+        let measured = rec.loss.is_some()
+            || rec.step_time_ms.is_some()
+            || rec.samples_per_s.is_some()
+            || rec.tokens_per_s.is_some()
+            || rec.iters_per_s.is_some();
+        if measured {
+            push_step(rec, &seen, rest, out);
+            return Some(Format::KeyValue);
+        }
         // Something else that names its step: progress all the same.
         out.push(Record::StepMark { step });
         return Some(Format::Timing);
