@@ -32,6 +32,9 @@ pub(crate) struct Counters {
     smoothed: Option<(u64, f64)>,
     /// Step lines of the run's own have come: an engine's counter is not the run's steps.
     own_steps: bool,
+    /// Lines of the run's own gave its step time or samples/s: an engine's throughput (an
+    /// RLHF actor's training alone) is not the run's.
+    own_rates: bool,
     /// Step lines that name their step (not a bar's) have come: a progress bar beside them
     /// (verl's `Training Progress`) repeats their count with a rate of its own.
     line_steps: bool,
@@ -65,14 +68,24 @@ impl Counters {
             // An engine's optimizer steps and its own throughput (an RLHF actor's training
             // alone), or a bar that repeats the step lines: not the run's. Their learning
             // rate and loss scale are.
-            Counter::Engine if self.own_steps => return figures_only(rec),
+            Counter::Engine if self.own_steps => {
+                rec.step = None;
+                rec.total = None;
+                rec.epoch = None;
+                if self.own_rates {
+                    return figures_only(rec);
+                }
+                return Counted::Step;
+            }
             Counter::Bar if self.line_steps => return figures_only(rec),
             Counter::Engine => self.advance(rec),
             Counter::Global => self.plain(rec),
             Counter::InEpoch { base } => self.in_epoch(rec, base),
             Counter::Bar => self.bar(rec),
         };
-        self.own_steps |= rec.counter != Counter::Engine && rec.step.is_some();
+        let own = rec.counter != Counter::Engine;
+        self.own_steps |= own && rec.step.is_some();
+        self.own_rates |= own && (rec.samples_per_s.is_some() || rec.step_time_ms.is_some());
         self.line_steps |=
             matches!(rec.counter, Counter::Global | Counter::InEpoch { .. }) && rec.step.is_some();
         if rec.smoothed && matches!(counted, Counted::Step | Counted::NewRun) {

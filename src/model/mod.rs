@@ -341,9 +341,6 @@ impl Model {
             s.total = None;
             s.counter = Counter::Global;
         }
-        if s.step.is_none() && s.counter.is_global() {
-            return (Some(Record::Step(s)), false);
-        }
         let counters = self.counters.entry((stamp.source, stamp.rank)).or_default();
         match counters.count(&mut s) {
             Counted::Step => (Some(Record::Step(s)), false),
