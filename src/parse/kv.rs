@@ -552,6 +552,16 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         }
         return false;
     }
+    // `throughput 0.511 MT/s`: a rate's unit says it counts tokens, whatever its key says.
+    if matches!(
+        field,
+        Field::SamplesPerS | Field::TokensPerS | Field::ItersPerS
+    ) && let Some(scale) = token_rate(suffix)
+    {
+        rec.tokens_per_s = Some(v * scale);
+        seen.fields += 1;
+        return true;
+    }
     let ok = match field {
         Field::Step
             if suffix.starts_with('-') && suffix[1..].starts_with(|c: char| c.is_ascii_digit()) =>
@@ -696,6 +706,21 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
         }
         _ => return None,
     })
+}
+
+/// The multiplier of a token rate's unit (`MT/s`, `ktok/s`), None for other units.
+fn token_rate(suffix: &str) -> Option<f64> {
+    let unit = suffix.trim();
+    let (scale, rest) = match unit.as_bytes().first()? {
+        b'k' | b'K' => (1e3, &unit[1..]),
+        b'M' => (1e6, &unit[1..]),
+        _ => (1.0, unit),
+    };
+    matches!(
+        rest,
+        "T/s" | "tok/s" | "tokens/s" | "tok/sec" | "tokens/sec"
+    )
+    .then_some(scale)
 }
 
 /// How many GPU ids `range(0, 2)` or `[0, 1, 2]` names.
