@@ -484,7 +484,9 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
     let mut cache = CacheRecord::default();
     let mut seen = kv::Collected::default();
     let (mut core, mut measured, mut facts) = (false, false, 0);
+    let mut evaluated = false;
     kv::pairs(p, &mut |key, value| {
+        evaluated |= evaluation_key(key);
         let Some(field) = kv::lookup(key) else {
             return;
         };
@@ -538,6 +540,11 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         // Facts named inside a step line are figures of that step, not the run's config.
         out.truncate(before);
         out.extend(cached);
+        if evaluated && rec.step.is_some() {
+            // A step that ran an evaluation too (verl's step 170 with `val-core/...` and
+            // `timing_s/testing`): its time holds the evaluation's.
+            push_event(EventKind::Eval, p, out);
+        }
         push_step(rec, &seen, p, out);
         return Some(Format::KeyValue);
     }
@@ -546,6 +553,22 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         push_event(EventKind::NonFinite, p, out);
     }
     (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// A key of an evaluation's result or timer (`val-core/gsm8k/acc`, `val/loss`,
+/// `timing_s/testing`) on a step line.
+fn evaluation_key(key: &str) -> bool {
+    let k = key.as_bytes();
+    let starts = |w: &[u8]| {
+        k.len() > w.len()
+            && k[..w.len()].eq_ignore_ascii_case(w)
+            && matches!(k[w.len()], b'/' | b'-')
+    };
+    starts(b"val")
+        || starts(b"eval")
+        || starts(b"test")
+        || key.ends_with("/testing")
+        || key.ends_with("/validation")
 }
 
 /// `timer: 0.3520 sec.` alone on its line (ssd.pytorch's loop): the time of the iteration
