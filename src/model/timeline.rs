@@ -84,6 +84,11 @@ impl Timeline {
         usual_ms: impl FnOnce() -> Option<f64>,
         clock: Option<f64>,
     ) {
+        // A record with neither a step nor a time (an engine's learning rate) marks nothing:
+        // the boundary before it belongs to the step that comes.
+        if step.is_none() && ms.is_none() {
+            return;
+        }
         if let (Some(Some(prev)), Some(now)) = (self.step_clock, clock)
             && now - prev >= GAP_S
         {
