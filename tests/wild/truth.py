@@ -132,8 +132,10 @@ def runs(case_dir, case):
 
 
 def steady(times):
-    """True when the run's speed does not change: after the first tenth, every window's
-    median step time is within 25% of the run's median."""
+    """True when the run's speed does not change: after the first tenth, the median step time
+    of every eighth of the run is within 25% of the run's median, and no stretch of 20 steps
+    runs at twice the median or half of it (a slow phase that long is a change, however it
+    averages out)."""
     times = times[len(times) // 10:]
     if len(times) < 10:
         return None
@@ -142,6 +144,10 @@ def steady(times):
     for i in range(0, len(times) - size + 1, size):
         w = statistics.median(times[i:i + size])
         if abs(w / whole - 1) > 0.25:
+            return False
+    for i in range(0, len(times) - 20 + 1):
+        w = statistics.median(times[i:i + 20])
+        if w >= 2 * whole or w <= whole / 2:
             return False
     return True
 
