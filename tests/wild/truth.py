@@ -135,7 +135,8 @@ def steady(times):
     """True when the run's speed does not change: after the first tenth, the median step time
     of every eighth of the run is within 25% of the run's median, and no stretch of 20 steps
     runs at twice the median or half of it (a slow phase that long is a change, however it
-    averages out)."""
+    averages out), and the mean is within half the median of it (outlier steps are not
+    half again the run's time)."""
     times = times[len(times) // 10:]
     if len(times) < 10:
         return None
@@ -149,7 +150,8 @@ def steady(times):
         w = statistics.median(times[i:i + 20])
         if w >= 2 * whole or w <= whole / 2:
             return False
-    return True
+    # Slow steps that add half the run's median again to its mean: a run of spikes.
+    return statistics.fmean(times) <= 1.5 * whole
 
 
 def truth_of(case_dir):
