@@ -2,6 +2,7 @@
 //! no clock of its own, so the same records always give the same model.
 
 pub mod baseline;
+pub mod basis;
 pub mod batch;
 pub mod breakdown;
 pub mod cache;
@@ -21,6 +22,7 @@ use crate::loglines::{LineKind, LogLines};
 use crate::parse::record::{
     ConfigFact, Counter, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
 };
+use basis::Basis;
 use batch::Batches;
 use cache::CacheState;
 use counters::{Counted, Counters};
@@ -134,6 +136,8 @@ pub struct Model {
     pub log: LogLines,
     /// How each file's ranks count their steps, to make them the run's global steps.
     counters: HashMap<(usize, u32), Counters>,
+    /// How the run's step times and rates were had.
+    pub basis: Basis,
     /// Runs that ended before this one in the same file, oldest first (at most `RUNS_KEPT`).
     pub runs: Vec<RunSummary>,
     /// Earlier runs past `RUNS_KEPT`, only counted.
@@ -242,7 +246,7 @@ impl Facts {
     /// A "total batch size" that is one process's batch times the processes, the gradient
     /// accumulation and the sequence length counts tokens, not samples (llm.c's
     /// `total_batch_size=524288` for 32 sequences of 1024 tokens, 16 times).
-    fn global_batch_in_tokens(&self) -> bool {
+    pub(crate) fn global_batch_in_tokens(&self) -> bool {
         let (Some(g), Some(b), Some(t)) = (self.global_batch, self.device_batch, self.seq_len)
         else {
             return false;
@@ -254,15 +258,26 @@ impl Facts {
     }
 
     /// The processes a global batch stated beside one process's batch implies: 512 samples a
-    /// step at 64 a device (and its gradient accumulation) is 8 GPUs.
-    fn implied_gpus(&self) -> Option<f64> {
+    /// step at 64 a device (and its gradient accumulation) is 8 GPUs; or nodes times GPUs on
+    /// each.
+    pub(crate) fn implied_world(&self) -> Option<u32> {
         if let (Some(n), Some(g)) = (self.nodes, self.gpus_per_node) {
-            return Some(f64::from(n) * f64::from(g));
+            return n.checked_mul(g);
         }
         let (g, b) = (self.global_batch?, self.device_batch?);
         let per_process = b.checked_mul(self.grad_accum.unwrap_or(1))?;
         (per_process > 0 && g % per_process == 0 && !self.global_batch_in_tokens())
-            .then(|| f64::from(g / per_process))
+            .then(|| g / per_process)
+    }
+
+    /// One process's batch, where the log states one as such.
+    pub(crate) fn device_batch_size(&self) -> Option<u32> {
+        self.device_batch
+    }
+
+    /// A step's tokens from its samples and the sequence length.
+    pub(crate) fn step_tokens(&self) -> Option<u64> {
+        Some(self.step_samples()? as u64 * u64::from(self.seq_len?))
     }
 
     /// What a step holds, for the rates a line leaves out.
@@ -278,8 +293,8 @@ impl Facts {
             seq_len: self.seq_len.map(f64::from),
             gpus: self
                 .world_size
-                .map(f64::from)
-                .or_else(|| self.implied_gpus()),
+                .or_else(|| self.implied_world())
+                .map(f64::from),
         }
     }
 }
@@ -321,6 +336,7 @@ impl Model {
             timeline: Timeline::default(),
             log: LogLines::default(),
             counters: HashMap::new(),
+            basis: Basis::default(),
             runs: Vec::new(),
             runs_dropped: 0,
             run_lines: None,
@@ -547,6 +563,7 @@ impl Model {
             .entry(stamp.rank)
             .or_insert_with(|| RankState::for_rank(window));
         let mut d = rank.derive(s, stamp.time, stamp.real_time, &sizes);
+        self.basis.note(s, &d);
         if d.total.is_none() && d.step.is_some() {
             d.total = self.facts.total_steps;
         }

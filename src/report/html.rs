@@ -108,6 +108,42 @@ fn header(o: &mut String, r: &Report) {
     if let Some(note) = &r.separate_runs {
         let _ = write!(o, "<p class=\"note\">{}</p>", esc(note));
     }
+    if !r.earlier_runs.is_empty() {
+        let _ = write!(
+            o,
+            "<p class=\"note\">The file held {} earlier run{} before this one: ",
+            r.earlier_runs.len() as u64 + r.earlier_runs_dropped,
+            if r.earlier_runs.len() == 1 { "" } else { "s" }
+        );
+        let runs: Vec<String> = r
+            .earlier_runs
+            .iter()
+            .map(|run| {
+                let steps = match (run.run.first_step, run.run.last_step) {
+                    (Some(a), Some(b)) => format!("steps {a}..{b}"),
+                    _ => "no step numbers".into(),
+                };
+                format!(
+                    "lines {}-{} ({steps})",
+                    run.run.first_line, run.run.last_line
+                )
+            })
+            .collect();
+        let _ = write!(
+            o,
+            "{}. This report covers the last.</p>",
+            esc(&runs.join(", "))
+        );
+    }
+    let b = &r.basis;
+    let _ = write!(
+        o,
+        "<details><summary>How the figures were read</summary><ul><li>step time: {}</li><li>samples/s: {}</li><li>tokens/s: {}</li><li>data share: {}</li></ul></details>",
+        esc(&b.step_time),
+        esc(&b.samples_per_s),
+        esc(&b.tokens_per_s),
+        esc(&b.data_share)
+    );
     o.push_str("</header>\n");
 }
 

@@ -108,6 +108,8 @@ pub fn render(r: &Report) -> String {
     row("samples/s (p50)", r.samples_per_s.map(num));
     row("it/s (p50)", r.iters_per_s.map(num));
     row("tokens/s (p50)", r.tokens_per_s.map(num));
+    row("tokens/s a GPU (p50)", r.tokens_per_gpu_s.map(num));
+    row("MFU (last)", r.mfu_pct.map(|m| format!("{m:.1}%")));
     row("data share", r.data_share.map(pct));
     row(
         "loss first / last / min",
@@ -133,6 +135,35 @@ pub fn render(r: &Report) -> String {
             r.progress.eta_s.map(duration)
         },
     );
+    let b = &r.basis;
+    let _ = write!(
+        o,
+        "\n### How the figures were read\n\n- step time: {}\n- samples/s: {}\n- tokens/s: {}\n- data share: {}\n",
+        escape(&b.step_time),
+        escape(&b.samples_per_s),
+        escape(&b.tokens_per_s),
+        escape(&b.data_share)
+    );
+    if !r.earlier_runs.is_empty() {
+        o.push_str("\n### Earlier runs in the same file\n\nThis report covers the last run; these ended before it.\n\n| file | lines | steps | records | step time | last loss |\n|---|---|---|---:|---:|---:|\n");
+        for run in &r.earlier_runs {
+            let file = run.source.rsplit('/').next().unwrap_or(&run.source);
+            let steps = match (run.run.first_step, run.run.last_step) {
+                (Some(a), Some(b)) => format!("{a}..{b}"),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {}-{} | {steps} | {} | {} | {} |",
+                escape(file),
+                run.run.first_line,
+                run.run.last_line,
+                run.run.steps,
+                run.run.step_time_ms.map_or("-".into(), ms),
+                run.run.loss_last.map_or("-".into(), num)
+            );
+        }
+    }
     if !r.event_counts.is_empty() {
         o.push_str("\n### Events\n\n");
         for c in &r.event_counts {

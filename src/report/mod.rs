@@ -111,6 +111,9 @@ pub struct Report {
     pub tokens_per_gpu_s: Option<f64>,
     /// The model FLOPs utilisation the log printed last, a percentage.
     pub mfu_pct: Option<f64>,
+    /// How each of those figures was had, in words: printed, worked out (from which sizes,
+    /// what assumed), or missing and why.
+    pub basis: crate::model::basis::BasisOut,
     pub stages: Vec<StageOut>,
     /// Stage lines left out of the per-name figures: their name came after 256 others.
     pub stage_lines_dropped: u64,
@@ -495,6 +498,7 @@ impl Report {
             tokens_per_s: g.tokens_per_s.run.quantile(0.5),
             tokens_per_gpu_s: g.tokens_per_gpu_s.run.quantile(0.5),
             mfu_pct: g.mfu_pct,
+            basis: m.basis.describe(f, g.logged_avg_step_ms.is_some()),
             stage_lines_dropped: m.stages.names_dropped,
             stages: hottest
                 .iter()

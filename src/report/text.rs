@@ -29,6 +29,7 @@ pub fn render(r: &Report) -> String {
     stages(r, &mut o);
     o.push('\n');
     line(&mut o, "throughput", throughput(r));
+    basis(r, &mut o);
     if let Some(s) = &r.rank_spread {
         let label = display::pad("ranks", 14);
         words(&mut o, &label, 14, &rank_spread(s));
@@ -66,6 +67,7 @@ pub fn render(r: &Report) -> String {
         line(&mut o, "train runtime", duration(rt));
     }
     hardware(r, &mut o);
+    earlier_runs(r, &mut o);
     events(r, &mut o);
     checklist(r, &mut o);
     o.push_str("\nsources\n");
@@ -274,8 +276,16 @@ fn throughput(r: &Report) -> String {
     if let Some(v) = r.iters_per_s {
         parts.push(format!("{} it/s", num(v)));
     }
-    if let Some(v) = r.tokens_per_s {
-        parts.push(format!("{} tokens/s", num(v)));
+    match (r.tokens_per_s, r.tokens_per_gpu_s) {
+        (Some(v), Some(g)) if (v - g).abs() > 0.5 => {
+            parts.push(format!("{} tokens/s ({} a GPU)", num(v), num(g)));
+        }
+        (Some(v), _) => parts.push(format!("{} tokens/s", num(v))),
+        (None, Some(g)) => parts.push(format!("{} tokens/s a GPU", num(g))),
+        (None, None) => {}
+    }
+    if let Some(m) = r.mfu_pct {
+        parts.push(format!("MFU {m:.1}%"));
     }
     if let Some(v) = r.data_share {
         parts.push(format!("data share {}", pct(v)));
@@ -284,6 +294,49 @@ fn throughput(r: &Report) -> String {
         "-".into()
     } else {
         parts.join(", ")
+    }
+}
+
+/// How each figure was had: printed, worked out, or missing and why.
+fn basis(r: &Report, o: &mut String) {
+    let b = &r.basis;
+    o.push_str("figures from\n");
+    for (label, text) in [
+        ("step time", &b.step_time),
+        ("samples/s", &b.samples_per_s),
+        ("tokens/s", &b.tokens_per_s),
+        ("data share", &b.data_share),
+    ] {
+        words(o, &format!("  {}", display::pad(label, 12)), 14, text);
+    }
+}
+
+/// The runs the file held before the one reported.
+fn earlier_runs(r: &Report, o: &mut String) {
+    if r.earlier_runs.is_empty() {
+        return;
+    }
+    let n = r.earlier_runs.len() as u64 + r.earlier_runs_dropped;
+    let _ = writeln!(
+        o,
+        "\nearlier runs in the same file ({n}; this report covers the last, from its step {})",
+        r.steps.first.map_or("-".into(), |s| s.to_string())
+    );
+    for run in &r.earlier_runs {
+        let steps = match (run.run.first_step, run.run.last_step) {
+            (Some(a), Some(b)) => format!("steps {a}..{b}"),
+            _ => "no step numbers".into(),
+        };
+        let time = run.run.step_time_ms.map_or("-".into(), ms);
+        let _ = writeln!(
+            o,
+            "  {}:{}-{}  {steps}, {} records, step {time}, last loss {}",
+            short(&run.source),
+            run.run.first_line,
+            run.run.last_line,
+            run.run.steps,
+            run.run.loss_last.map_or("-".into(), num)
+        );
     }
 }
 

@@ -1,0 +1,222 @@
+//! Where the run's headline figures came from: printed, or worked out from what the log
+//! printed (and from which sizes, with what assumed where the log is silent), or missing and
+//! why. A figure shown without its basis reads as a fact; the report says which it is.
+
+use serde::Serialize;
+
+use super::Facts;
+use crate::parse::record::StepRecord;
+
+/// How each step's time was had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepTimeFrom {
+    Printed,
+    /// The printed time is itself a running average (detectron2's `time`).
+    AverageShown,
+    RunningAverage,
+    RunningTotal,
+    Rate,
+    SmoothedRate,
+    SamplesAndBatch,
+    Timestamps,
+}
+
+const STEP_TIME_WAYS: usize = 8;
+
+/// How the samples/s and tokens/s were had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RateFrom {
+    Printed,
+    /// Tokens: one GPU's printed rate times the GPUs.
+    PerGpu,
+    /// From the steps per second and a step's samples or tokens.
+    Derived,
+}
+
+const RATE_WAYS: usize = 3;
+
+/// Counts of the ways the step records' figures were had.
+#[derive(Clone, Debug, Default)]
+pub struct Basis {
+    step_time: [u64; STEP_TIME_WAYS],
+    samples: [u64; RATE_WAYS],
+    tokens: [u64; RATE_WAYS],
+    data: u64,
+}
+
+impl Basis {
+    /// Notes how the figures of `derived` came from the record `logged`.
+    pub fn note(&mut self, logged: &StepRecord, derived: &StepRecord) {
+        if derived.step_time_ms.is_some() {
+            // In the order the model works a step time out (run.rs, `derive`).
+            let way = if logged.smoothed {
+                StepTimeFrom::SmoothedRate
+            } else if logged.avg_step_ms.is_some() && logged.step_time_ms == logged.avg_step_ms {
+                StepTimeFrom::AverageShown
+            } else if logged.step_time_ms.is_some() {
+                StepTimeFrom::Printed
+            } else if logged.iters_per_s.is_some() {
+                StepTimeFrom::Rate
+            } else if logged.elapsed_s.is_some() {
+                StepTimeFrom::RunningTotal
+            } else if logged.avg_step_ms.is_some() {
+                StepTimeFrom::RunningAverage
+            } else if logged.samples_per_s.is_some() {
+                StepTimeFrom::SamplesAndBatch
+            } else {
+                StepTimeFrom::Timestamps
+            };
+            self.step_time[way as usize] += 1;
+        }
+        if derived.samples_per_s.is_some() {
+            let way = if logged.samples_per_s.is_some() {
+                RateFrom::Printed
+            } else {
+                RateFrom::Derived
+            };
+            self.samples[way as usize] += 1;
+        }
+        if derived.tokens_per_s.is_some() {
+            let way = if logged.tokens_per_s.is_some() && !logged.tokens_per_device {
+                RateFrom::Printed
+            } else if logged.tokens_per_gpu_s.is_some() || logged.tokens_per_device {
+                RateFrom::PerGpu
+            } else {
+                RateFrom::Derived
+            };
+            self.tokens[way as usize] += 1;
+        }
+        if derived.data_time_ms.is_some() {
+            self.data += 1;
+        }
+    }
+
+    /// The figures' basis in words, with the sizes `facts` gives; `mean_is_logged` when the
+    /// mean step time shown is the log's own running average.
+    pub fn describe(&self, facts: &Facts, mean_is_logged: bool) -> BasisOut {
+        let step_time = match most(&self.step_time) {
+            None => "none: no step time, rate, running total or timestamps in the log".into(),
+            Some(i) => match STEP_TIME_NAMES[i] {
+                StepTimeFrom::Printed => "printed with each step",
+                StepTimeFrom::AverageShown => "the printed time, which averages every step so far",
+                StepTimeFrom::RunningAverage => {
+                    "the log's own running average; each step's from its change"
+                }
+                StepTimeFrom::RunningTotal => "a running total of training time, differenced",
+                StepTimeFrom::Rate => "the printed rate (it/s), inverted",
+                StepTimeFrom::SmoothedRate => {
+                    "a progress bar's rate; each step's own time recovered from its moving average"
+                }
+                StepTimeFrom::SamplesAndBatch => "the printed samples/s and the batch size",
+                StepTimeFrom::Timestamps => "the log's timestamps between step lines",
+            }
+            .to_string(),
+        };
+        let step_time = if mean_is_logged {
+            format!("{step_time}; the mean is the log's own running average, as last printed")
+        } else {
+            step_time
+        };
+        let batch = batch_words(facts);
+        let samples_per_s = match most(&self.samples) {
+            Some(0) => "printed".to_string(),
+            Some(_) => format!("steps per second times the batch: {batch}"),
+            None if self.step_time.iter().sum::<u64>() == 0 => {
+                "none: no samples/s printed, and no step time to work it out from".to_string()
+            }
+            None => "none: no samples/s printed, and no batch size stated".to_string(),
+        };
+        let tokens_per_s = match most(&self.tokens) {
+            Some(0) => "printed".to_string(),
+            Some(1) => match facts.world_size.or(facts.implied_world()) {
+                Some(g) => format!("one GPU's printed rate times {g} GPUs"),
+                None => "one GPU's printed rate (the GPUs are not stated)".to_string(),
+            },
+            Some(_) => match facts.tokens_per_step.or_else(|| facts.step_tokens()) {
+                Some(t) => format!("steps per second times {t} tokens a step, as the log states"),
+                None => "steps per second times the tokens of a step".to_string(),
+            },
+            None => "none: no tokens/s printed, and neither tokens per step nor a sequence length stated"
+                .to_string(),
+        };
+        let data_share = if self.data > 0 {
+            "the printed data time over the step time, of the steps that logged both".to_string()
+        } else {
+            "none: the log prints no data-loading time".to_string()
+        };
+        BasisOut {
+            step_time,
+            samples_per_s,
+            tokens_per_s,
+            data_share,
+            batch,
+        }
+    }
+}
+
+const STEP_TIME_NAMES: [StepTimeFrom; STEP_TIME_WAYS] = [
+    StepTimeFrom::Printed,
+    StepTimeFrom::AverageShown,
+    StepTimeFrom::RunningAverage,
+    StepTimeFrom::RunningTotal,
+    StepTimeFrom::Rate,
+    StepTimeFrom::SmoothedRate,
+    StepTimeFrom::SamplesAndBatch,
+    StepTimeFrom::Timestamps,
+];
+
+/// The index of the largest nonzero count.
+fn most(counts: &[u64]) -> Option<usize> {
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .max_by_key(|(i, n)| (**n, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i)
+}
+
+/// The global batch and how it was had: stated, or one device's batch times the processes
+/// and the accumulation, saying what was assumed.
+fn batch_words(f: &Facts) -> String {
+    if let (Some(g), false) = (f.global_batch, f.global_batch_in_tokens()) {
+        return format!("{g} samples a step, as the log states");
+    }
+    let Some(b) = f.device_batch_size() else {
+        return "not stated".to_string();
+    };
+    let mut assumed = Vec::new();
+    let gpus = match f.world_size.or(f.implied_world()) {
+        Some(g) => g,
+        None => {
+            assumed.push("the GPUs");
+            1
+        }
+    };
+    let accum = match f.grad_accum {
+        Some(a) => a,
+        None => {
+            assumed.push("gradient accumulation");
+            1
+        }
+    };
+    let total = u64::from(b) * u64::from(gpus) * u64::from(accum);
+    let mut s = format!("{total} samples a step: {b} a device × {gpus} GPUs × {accum} accumulated");
+    if !assumed.is_empty() {
+        s.push_str(&format!(
+            " ({} not stated: 1 assumed)",
+            assumed.join(" and ")
+        ));
+    }
+    s
+}
+
+/// The basis of each headline figure, in words.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BasisOut {
+    pub step_time: String,
+    pub samples_per_s: String,
+    pub tokens_per_s: String,
+    pub data_share: String,
+    /// The global batch used for derived rates.
+    pub batch: String,
+}
