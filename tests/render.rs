@@ -519,3 +519,31 @@ fn a_baseline_shows_beside_the_live_figures() {
         .count();
     assert!(cells > live, "{cells} thin cells against {live}:\n{screen}");
 }
+
+/// An LLM run counts tokens: the header shows the job's tokens/s and the MFU the log
+/// printed, as the report, the status line and the metrics do.
+#[test]
+fn tokens_and_mfu_reach_every_sink() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/wild/llmc-a100-hellaswag/gpt2_train.11672114.log");
+    let m = monitor(&[log.to_str().unwrap()]);
+    let theme = default_theme();
+    let screen = text(&draw(&m, &UiState::default(), &theme, 160, 48));
+    let header = screen.lines().take(2).collect::<Vec<_>>().join("\n");
+    assert!(header.contains(" tokens/s"), "{header}");
+    assert!(header.contains("MFU 3"), "{header}");
+    let status = steptop::headless::line::Status::of(&m, 0.0);
+    assert!(status.tokens_per_s.is_some_and(|t| t > 100_000.0));
+    let exposition = steptop::metrics::exposition(&m, None);
+    assert!(
+        exposition
+            .lines()
+            .any(|l| l.starts_with("steptop_tokens_per_second ")
+                || l.starts_with("steptop_tokens_per_second{")),
+        "{exposition}"
+    );
+    assert!(
+        exposition.lines().any(|l| l.starts_with("steptop_mfu")),
+        "{exposition}"
+    );
+}

@@ -21,13 +21,15 @@ use crate::report::{self, Report};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The report figures a run is summarised by, under the report JSON's names.
-const FIGURES: [&str; 12] = [
+const FIGURES: [&str; 14] = [
     "steps",
     "loss",
     "step_time_ms",
     "samples_per_s",
     "iters_per_s",
     "tokens_per_s",
+    "tokens_per_gpu_s",
+    "mfu_pct",
     "data_share",
     "forward_ms",
     "unlogged_ms",
@@ -223,6 +225,8 @@ fn figure_changes(base: &Value, run: &Value, label: &str, noise: f64) -> Vec<Fig
         "samples_per_s",
         "iters_per_s",
         "tokens_per_s",
+        "tokens_per_gpu_s",
+        "mfu_pct",
         "data_share",
         "forward_ms",
         "unlogged_ms",

@@ -38,6 +38,8 @@ fn label(figure: &str) -> String {
         "samples_per_s" => "samples/s".into(),
         "iters_per_s" => "it/s".into(),
         "tokens_per_s" => "tokens/s".into(),
+        "tokens_per_gpu_s" => "tokens/s a GPU".into(),
+        "mfu_pct" => "MFU %".into(),
         "data_share" => "data share".into(),
         "forward_ms" => "forward".into(),
         "unlogged_ms" => "unlogged".into(),
@@ -106,7 +108,8 @@ fn number(figure: &str, v: f64) -> String {
 /// the data share), or neither (memory).
 fn larger_is_better(figure: &str) -> Option<bool> {
     match figure {
-        "samples_per_s" | "iters_per_s" | "tokens_per_s" | "cache.hit_rate" => Some(true),
+        "samples_per_s" | "iters_per_s" | "tokens_per_s" | "tokens_per_gpu_s" | "mfu_pct"
+        | "cache.hit_rate" => Some(true),
         f if f.starts_with("hardware.gpus.") && !f.contains("mem_used") => Some(true),
         f if f.starts_with("hardware.host_mem") => None,
         f if f.contains("mem_used") || f.contains("mem_peak") => None,

@@ -50,6 +50,11 @@ pub struct Status {
     pub step: Option<u64>,
     pub total_steps: Option<u64>,
     pub samples_per_s: Option<f64>,
+    /// Tokens per second of the job and of one GPU, recent medians (LLM runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_gpu_s: Option<f64>,
     pub step_time_ms: Option<f64>,
     pub data_share: Option<f64>,
     /// Mean utilization of the GPUs read in the latest sample, 0..1.
@@ -86,6 +91,8 @@ impl Status {
             step: g.last_step,
             total_steps: g.total.or(m.facts.total_steps),
             samples_per_s: g.samples_per_s.recent(window).map(|s| s.p50),
+            tokens_per_s: g.tokens_per_s.recent(window).map(|s| s.p50),
+            tokens_per_gpu_s: g.tokens_per_gpu_s.recent(window).map(|s| s.p50),
             step_time_ms: g.step_time_ms.recent(window).map(|s| s.p50),
             data_share: m.data_share(Over::Recent(window)),
             gpu_util: (!gpus.is_empty())
@@ -214,6 +221,14 @@ pub fn status_text(s: &Status) -> String {
     }];
     if let Some(v) = s.samples_per_s {
         parts.push(format!("{} samples/s", num(v)));
+    }
+    if let Some(v) = s.tokens_per_s.or(s.tokens_per_gpu_s) {
+        let a_gpu = if s.tokens_per_s.is_some() {
+            ""
+        } else {
+            " a GPU"
+        };
+        parts.push(format!("{} tokens/s{a_gpu}", num(v)));
     }
     if let Some(v) = s.step_time_ms {
         parts.push(format!("step {}", ms(v)));

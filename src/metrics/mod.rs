@@ -220,6 +220,18 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
         None,
         p50(&g.tokens_per_s),
     );
+    out.gauge(
+        "tokens_per_second_per_gpu",
+        "Tokens per second of one GPU, recent median",
+        None,
+        p50(&g.tokens_per_gpu_s),
+    );
+    out.gauge(
+        "mfu",
+        "Model FLOPs utilization the log printed last",
+        ratio(),
+        g.mfu_pct.map(|p| p / 100.0),
+    );
     out.gauge("loss", "Latest logged loss", None, g.loss.recent.last());
     out.gauge("learning_rate", "Latest logged learning rate", None, g.lr);
     out.gauge(

@@ -147,6 +147,16 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
         let vs = against(s.p50, base.and_then(|b| b.iters_per_s));
         parts.push((format!("{} it/s{vs}", num(s.p50)), Role::Info));
     }
+    // LLM runs count tokens: the job's, else one GPU's.
+    if let Some(s) = g.tokens_per_s.recent(window) {
+        let vs = against(s.p50, base.and_then(|b| b.tokens_per_s));
+        parts.push((format!("{} tokens/s{vs}", num(s.p50)), Role::Info));
+    } else if let Some(s) = g.tokens_per_gpu_s.recent(window) {
+        parts.push((format!("{} tokens/s a GPU", num(s.p50)), Role::Info));
+    }
+    if let Some(m) = g.mfu_pct {
+        parts.push((format!("MFU {m:.1}%"), Role::Text));
+    }
     // Many ranks are a spread and the slowest, never a list.
     if let Some(s) = m.rank_spread(1)
         && let (Some(t), Some(slow)) = (s.step_time_ms, s.slowest.first())
