@@ -307,8 +307,9 @@ pub struct CompareArgs {
     #[arg(long = "label", value_name = "NAME")]
     pub labels: Vec<String>,
     /// Runs, the baseline first: a log file, a quoted glob (`'runA/rank*.log'`), a directory
-    /// (every file in it) or a `probe --record` recording.
-    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    /// (every file in it) or a `probe --record` recording. One log that holds several runs
+    /// (appended runs, restarts, resumes) compares its runs.
+    #[arg(required = true, num_args = 1.., value_name = "RUN")]
     pub runs: Vec<String>,
 }
 

@@ -249,6 +249,40 @@ fn load_config(path: Option<&std::path::Path>) -> Result<Config, Error> {
     user_files::load_config(path, &user_files::Env::from_env())
 }
 
+/// The runs one input holds (a log with appended runs, restarts or resumes), to compare
+/// side by side; an input with one run is not enough to compare.
+fn runs_of(
+    input: &compare::RunInput,
+    labels: &[String],
+    cfg: &Config,
+) -> Result<Vec<compare::RunInput>, Error> {
+    let a = report::analyze(&input.paths, cfg)?;
+    let earlier = &a.model.runs;
+    if earlier.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} holds one run: compare needs two or more runs, or one file that holds several \
+             (appended runs, restarts)",
+            input.label
+        )));
+    }
+    let last_first = a.model.run_lines.map(|(_, first, _)| first);
+    let lines = earlier
+        .iter()
+        .map(|r| Some(r.first_line))
+        .chain([last_first]);
+    Ok(lines
+        .enumerate()
+        .map(|(k, first)| compare::RunInput {
+            label: labels.get(k).cloned().unwrap_or_else(|| match first {
+                Some(line) => format!("run {} (line {line})", k + 1),
+                None => format!("run {}", k + 1),
+            }),
+            paths: input.paths.clone(),
+            run: Some(k),
+        })
+        .collect())
+}
+
 /// `steptop config`: where the config file is looked for, or the documented defaults.
 fn config_command(args: &cli::ConfigArgs) -> Result<(), Error> {
     if args.default {
@@ -400,7 +434,11 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
         runs.push(compare::RunInput {
             label,
             paths: run_paths(run)?,
+            run: None,
         });
+    }
+    if let [one] = runs.as_slice() {
+        runs = runs_of(one, &args.labels, &cfg)?;
     }
     // Two runs named alike (`a/train.log`, `b/train.log`) are told apart by their directory.
     let alike: Vec<bool> = runs
@@ -411,7 +449,10 @@ fn compare_command(args: &CompareArgs) -> Result<(), Error> {
         })
         .collect();
     for (i, run) in runs.iter_mut().enumerate() {
-        let parent = Path::new(&args.runs[i]).parent().and_then(Path::file_name);
+        let Some(input) = args.runs.get(i) else {
+            break;
+        };
+        let parent = Path::new(input).parent().and_then(Path::file_name);
         if let (true, Some(p)) = (alike[i], parent) {
             run.label = format!("{}/{}", p.to_string_lossy(), run.label);
         }

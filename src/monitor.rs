@@ -23,6 +23,11 @@ pub struct Monitor {
     /// `--baseline`: a finished run's figures, shown beside the live ones; read before the
     /// monitor starts and never changed.
     pub baseline: Option<crate::model::baseline::Baseline>,
+    /// Keep the run of this index (0 the first) of a file that holds several: the records
+    /// after it ends are not taken (compare puts one file's runs side by side).
+    pub only_run: Option<usize>,
+    /// Runs that started so far: the first, and one for each new run.
+    runs_started: usize,
 }
 
 /// One followed file as the header shows it.
@@ -44,6 +49,8 @@ impl Monitor {
             sources: Vec::new(),
             stopped: None,
             baseline: None,
+            only_run: None,
+            runs_started: 1,
         }
     }
 
@@ -150,7 +157,17 @@ impl Monitor {
 
     /// One record into the model, then the rules it concerns.
     pub fn record(&mut self, stamp: &Stamp, rec: Record) {
+        if self.only_run.is_some_and(|k| self.runs_started > k + 1) {
+            return;
+        }
         let (rec, new_run) = self.model.count(stamp, rec);
+        if new_run {
+            self.runs_started += 1;
+            if self.only_run.is_some_and(|k| self.runs_started > k + 1) {
+                // The run kept ended here: what follows is another's.
+                return;
+            }
+        }
         let Some(rec) = rec else {
             return;
         };

@@ -253,3 +253,42 @@ fn a_baseline_ratio_reaches_status_lines_and_metrics() {
     assert!((v - r).abs() < 1e-9, "{line}");
     assert!(text.contains("steptop_baseline_ratio{figure=\"iters_per_s\"}"));
 }
+
+/// One log that holds several runs (three detectron2 launches appended, each from iteration
+/// 0) compares its runs; a log of one run is not enough to compare.
+#[test]
+fn one_file_with_several_runs_compares_its_runs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let log = root.join("fixtures/wild/detectron2-voc-c4-6gpu-restarts/log.txt");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .args(["compare", "--format", "json"])
+        .arg(&log)
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = c["runs"].as_array().unwrap();
+    let labels: Vec<&str> = runs.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        ["run 1 (line 443)", "run 2 (line 1057)", "run 3 (line 1752)"]
+    );
+    // Each run is its own: they end where the next starts.
+    let last: Vec<u64> = runs
+        .iter()
+        .map(|r| r["steps"]["last"].as_u64().unwrap())
+        .collect();
+    assert_eq!(last, [3439, 5039, 10079]);
+    let one = root.join("fixtures/wild/mmcv-mmseg-iter/20230120_015042.log");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .arg("compare")
+        .arg(&one)
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds one run"));
+}

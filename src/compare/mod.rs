@@ -46,6 +46,8 @@ const NOISE_FLOOR: f64 = 0.02;
 pub struct RunInput {
     pub label: String,
     pub paths: Vec<PathBuf>,
+    /// Which run of the files (0 the first) when they hold several; None for all of them.
+    pub run: Option<usize>,
 }
 
 /// A run as compare shows it.
@@ -103,7 +105,7 @@ pub fn compare(runs: &[RunInput], cfg: &Config) -> Result<Comparison, Error> {
             .iter()
             .map(|run| {
                 scope.spawn(move || {
-                    report::analyze(&run.paths, cfg)
+                    report::analyze_run(&run.paths, cfg, run.run)
                         .map(|a| (Report::build(&a), report::Curves::of(&a.model)))
                 })
             })

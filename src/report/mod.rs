@@ -42,7 +42,13 @@ pub struct Analysis {
 
 /// Reads every file whole, in the order given, into one model and its diagnosis.
 pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
+    analyze_run(paths, cfg, None)
+}
+
+/// As `analyze`, keeping only run `run` (0 the first) where the files hold several.
+pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Result<Analysis, Error> {
     let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
+    model.only_run = run;
     let mut feeds = Vec::with_capacity(paths.len());
     for path in paths {
         if recording::is_recording(path) {
