@@ -267,7 +267,11 @@ fn one_file_with_several_runs_compares_its_runs() {
         .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let runs = c["runs"].as_array().unwrap();
     let labels: Vec<&str> = runs.iter().map(|r| r["label"].as_str().unwrap()).collect();

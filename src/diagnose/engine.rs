@@ -309,7 +309,10 @@ impl Diagnosis {
                 Basis::Events => (self.steps_seen as f64, log_time),
                 Basis::Seconds => {
                     // Without samples, the log's own readings on the run's clock.
-                    let t = m.hardware.latest().map_or_else(|| m.clock(), |s| s.time);
+                    let t = m
+                        .hardware
+                        .latest()
+                        .map_or_else(|| m.rule_clock(), |s| s.time);
                     (t, t)
                 }
             };

@@ -115,6 +115,8 @@ pub struct Model {
     /// The memory monitor's readings (`[Step N] Memory - Process: ..., System: ...`), oldest
     /// first, bounded: evidence for the memory rules when there are no probe readings.
     pub log_memory: VecDeque<LogMemory>,
+    /// Memory monitor readings ever taken.
+    log_memory_readings: u64,
     /// Step records from step lines, and progress marks (`[Step N]` prefixes) taken as steps
     /// while there were none.
     line_steps: u64,
@@ -325,6 +327,7 @@ impl Model {
             facts: Facts::default(),
             summary: SummaryRecord::default(),
             log_memory: VecDeque::new(),
+            log_memory_readings: 0,
             line_steps: 0,
             marks: 0,
             line_step_times: false,
@@ -443,6 +446,7 @@ impl Model {
                         self.log_memory.pop_front();
                     }
                     let time = self.clock();
+                    self.log_memory_readings += 1;
                     self.log_memory.push_back(LogMemory {
                         time,
                         step: m.step.or(self.merged.last_step),
@@ -496,6 +500,18 @@ impl Model {
             self.last_time.unwrap_or(0.0)
         } else {
             self.step_clock_s
+        }
+    }
+
+    /// What the rules that count seconds count on: the run's clock, or for a log with no time
+    /// at all (no timestamps, no step times), one second a reading of its memory monitor. A
+    /// level needs no clock, only a trend does: the trends still read `clock`, which stands
+    /// still, so a log without time makes no claim of minutes to exhaustion.
+    pub fn rule_clock(&self) -> f64 {
+        if self.real_time || self.step_clock_s > 0.0 {
+            self.clock()
+        } else {
+            self.log_memory_readings as f64
         }
     }
 
