@@ -35,8 +35,9 @@ pub(crate) struct Counters {
     /// Lines of the run's own gave its step time or samples/s: an engine's throughput (an
     /// RLHF actor's training alone) is not the run's.
     own_rates: bool,
-    /// Step lines that name their step (not a bar's) have come: a progress bar beside them
-    /// (verl's `Training Progress`) repeats their count with a rate of its own.
+    /// Step lines that name their step (not a bar's) and time it have come: a progress bar
+    /// beside them (verl's `Training Progress`) repeats their count with a rate of its own.
+    /// Beside step lines with no time of their own, the bar's rate is the time.
     line_steps: bool,
 }
 
@@ -86,8 +87,9 @@ impl Counters {
         let own = rec.counter != Counter::Engine;
         self.own_steps |= own && rec.step.is_some();
         self.own_rates |= own && (rec.samples_per_s.is_some() || rec.step_time_ms.is_some());
-        self.line_steps |=
-            matches!(rec.counter, Counter::Global | Counter::InEpoch { .. }) && rec.step.is_some();
+        self.line_steps |= matches!(rec.counter, Counter::Global | Counter::InEpoch { .. })
+            && rec.step.is_some()
+            && (rec.step_time_ms.is_some() || rec.iters_per_s.is_some());
         if rec.smoothed && matches!(counted, Counted::Step | Counted::NewRun) {
             self.unsmooth(rec);
         }

@@ -120,6 +120,8 @@ pub struct RankState {
     /// The latest running average step time the log printed: the run's mean step time by
     /// the training script's own measure.
     pub logged_avg_step_ms: Option<f64>,
+    /// The latest step time, for a data time logged on a line of its own.
+    last_step_ms: Option<f64>,
     pub last_time: Option<f64>,
 }
 
@@ -165,6 +167,7 @@ impl RankState {
             last_elapsed: None,
             last_avg: None,
             logged_avg_step_ms: None,
+            last_step_ms: None,
             last_time: None,
         }
     }
@@ -286,9 +289,14 @@ impl RankState {
             }
         }
         push(&mut self.data_time_ms, d.data_time_ms);
-        if let (Some(data), Some(step)) = (d.data_time_ms, d.step_time_ms) {
+        // A data time on a line without the step's time (a print beside a progress bar)
+        // pairs with the latest step time.
+        if let (Some(data), Some(step)) = (d.data_time_ms, d.step_time_ms.or(self.last_step_ms)) {
             self.paired_data_ms.push(t, data);
             self.paired_step_ms.push(t, step);
+        }
+        if d.step_time_ms.is_some() {
+            self.last_step_ms = d.step_time_ms;
         }
         push(&mut self.samples_per_s, d.samples_per_s);
         push(&mut self.iters_per_s, d.iters_per_s);

@@ -252,11 +252,16 @@ fn bar(
         if let Some((_, remaining)) = times.split_once('<') {
             rec.eta_s = num::duration_s(remaining);
         }
+        let mut seen = kv::Collected::default();
         if let Some(rate) = parts.next() {
             rate_into(rate.trim(), &mut rec);
             rec.smoothed = rec.step_time_ms.is_some() || rec.iters_per_s.is_some();
+            if !rec.smoothed {
+                // A bar formatted without its rate: the postfix starts here
+                // (`[01:02<01:20, samples/s=78.4, data_time=0.1]`).
+                read_pairs(rate, &mut rec, &mut seen);
+            }
         }
-        let mut seen = kv::Collected::default();
         if let Some(postfix) = parts.next() {
             read_pairs(postfix, &mut rec, &mut seen);
         }
@@ -319,6 +324,18 @@ mod tests {
         let out =
             run("Epoch 0: |          | 2/? [00:36<00:00,  0.06it/s, v_num=0, train_loss=13.90]");
         assert_eq!((step(&out).step, step(&out).total), (Some(2), None));
+    }
+
+    #[test]
+    fn a_bar_without_its_rate_reads_its_postfix() {
+        let out = run(
+            "Epoch 0:  45%|████▌     | 36/80 [01:02<01:20, samples/s=78.4, data_time=0.083, loss=1.640]",
+        );
+        let s = step(&out);
+        assert_eq!(
+            (s.samples_per_s, s.data_time_ms, s.loss, s.smoothed),
+            (Some(78.4), Some(83.0), Some(1.64), false)
+        );
     }
 
     #[test]
