@@ -64,14 +64,32 @@ pub fn bracket_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
     }
     if cache_header(inner) {
         ctx.since_cache = 0;
-        // `[cache] Hit Rate: 82.45% (...)`: the figures may follow on the same line.
-        return cache_line(rest, ctx, out).or(Some(Format::Cache));
+        // `[cache] Hit Rate: 82.45% (...)`: the figures may follow on the same line, or as
+        // pairs (`[cache] items=374 hits=8245 misses=1755`).
+        return cache_line(rest, ctx, out)
+            .or_else(|| cache_pairs(rest, out))
+            .or(Some(Format::Cache));
     }
     if rest.ends_with(':') && cache_header(rest) {
         ctx.since_cache = 0;
         return Some(Format::Cache);
     }
     None
+}
+
+/// Cache counters as pairs after a cache's tag: `items=374 hits=8245 misses=1755`.
+fn cache_pairs(rest: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let mut rec = CacheRecord::default();
+    kv::pairs(rest, &mut |key, value| {
+        if key.eq_ignore_ascii_case("items") || key.eq_ignore_ascii_case("size") {
+            rec.items = num::integer(value);
+        } else if let Some(field) = kv::lookup(key) {
+            kv::apply_cache(field, value, &mut rec);
+        }
+    });
+    (rec != CacheRecord::default()).then_some(())?;
+    out.push(Record::Cache(rec));
+    Some(Format::Cache)
 }
 
 /// `Cache Stats`, `cache statistics`, `Cache Stats @ step 100`: the head of a cache block.
@@ -269,6 +287,27 @@ mod tests {
             dispatch(l, None, &mut ctx, &mut out);
         }
         out
+    }
+
+    #[test]
+    fn cache_counters_behind_a_tag() {
+        let out = run(&[
+            "[cache] items=374 hits=8245 misses=1755",
+            "[SpikeDeblurDataset] hits=9245 misses=1855",
+        ]);
+        let caches: Vec<&CacheRecord> = out
+            .iter()
+            .filter_map(|r| match r {
+                Record::Cache(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(caches.len(), 2, "{out:?}");
+        assert_eq!(
+            (caches[0].items, caches[0].hits, caches[0].misses),
+            (Some(374), Some(8245), Some(1755))
+        );
+        assert_eq!((caches[1].hits, caches[1].misses), (Some(9245), Some(1855)));
     }
 
     #[test]
