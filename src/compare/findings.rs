@@ -62,9 +62,16 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
             actions: Vec::new(),
         };
         let config = |r: &RunOut, key: &str| -> Option<String> {
-            let v = r.figures.get("config")?.get(key)?;
-            (!v.is_null()).then(|| match v {
-                Value::String(s) => s.clone(),
+            let stated = r.figures.get("config").and_then(|c| c.get(key));
+            // A batch printed on the step lines (`bs 8`) when no setting states one.
+            let printed = (key == "batch_size")
+                .then(|| r.figures.get("last").and_then(|l| l.get(key)))
+                .flatten()
+                .and_then(Value::as_f64)
+                .map(|b| Value::from(b.round() as u64));
+            let v = stated.filter(|v| !v.is_null()).cloned().or(printed)?;
+            Some(match v {
+                Value::String(s) => s,
                 other => other.to_string(),
             })
         };

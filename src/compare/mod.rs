@@ -21,7 +21,7 @@ use crate::report::{self, Report};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The report figures a run is summarised by, under the report JSON's names.
-const FIGURES: [&str; 14] = [
+const FIGURES: [&str; 15] = [
     "steps",
     "loss",
     "step_time_ms",
@@ -36,6 +36,7 @@ const FIGURES: [&str; 14] = [
     "stages",
     "cache",
     "config",
+    "last",
 ];
 
 /// A relative change smaller than this is noise however steady the runs were.

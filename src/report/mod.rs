@@ -391,6 +391,8 @@ pub struct CacheOut {
 #[derive(Debug, Serialize)]
 pub struct LastOut {
     pub lr: Option<f64>,
+    /// The batch size the step lines printed last (`bs 8`).
+    pub batch_size: Option<f64>,
     pub grad_norm: Option<f64>,
     pub loss_scale: Option<f64>,
     pub mfu_pct: Option<f64>,
@@ -537,6 +539,7 @@ impl Report {
             loss: g.loss_track,
             last: LastOut {
                 lr: g.lr,
+                batch_size: g.batch_size,
                 grad_norm: g.grad_norm,
                 loss_scale: g.loss_scale,
                 mfu_pct: g.mfu_pct,
