@@ -32,6 +32,8 @@ pub(crate) struct Counters {
     smoothed: Option<(u64, f64)>,
     /// Step lines of the run's own have come: an engine's counter is not the run's steps.
     own_steps: bool,
+    /// The engine's latest step, whether or not it is the run's: its own timers time it.
+    pub(crate) engine_step: Option<u64>,
     /// Lines of the run's own gave its step time or samples/s: an engine's throughput (an
     /// RLHF actor's training alone) is not the run's.
     own_rates: bool,
@@ -65,6 +67,9 @@ const SETUP_BAR: u64 = 5;
 impl Counters {
     /// Makes `rec`'s step the global training step, or says that it is an evaluation's.
     pub(crate) fn count(&mut self, rec: &mut StepRecord) -> Counted {
+        if rec.counter == Counter::Engine && rec.step.is_some() {
+            self.engine_step = rec.step;
+        }
         let counted = match rec.counter {
             // An engine's optimizer steps and its own throughput (an RLHF actor's training
             // alone), or a bar that repeats the step lines: not the run's. Their learning

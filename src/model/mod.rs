@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::loglines::{LineKind, LogLines};
 use crate::parse::record::{
-    ConfigFact, Counter, EventKind, HostMemRecord, Record, StepRecord, SummaryRecord,
+    ConfigFact, Counter, EventKind, HostMemRecord, PhaseTimers, Record, StepRecord, SummaryRecord,
 };
 use basis::Basis;
 use batch::Batches;
@@ -429,7 +429,24 @@ impl Model {
             } => {
                 self.stages.total(name, role, ms, step, stamp);
             }
-            Record::StageBlockStart { step } => {
+            Record::StageBlockStart {
+                step,
+                timers: Some(timers),
+            } => {
+                // A framework's timers time the step its file logged last; DeepSpeed's, the
+                // step its engine logged last, which the run's own step lines may not name.
+                let logged = self.ranks.get(&stamp.rank).and_then(|r| r.last_step);
+                let engine = match timers {
+                    PhaseTimers::SinceLastBlock => self
+                        .counters
+                        .get(&(stamp.source, stamp.rank))
+                        .and_then(|c| c.engine_step),
+                    PhaseTimers::PerStep => None,
+                };
+                let step = step.or(engine).or(logged).or(self.merged.last_step);
+                self.stages.timer_block(step, timers, stamp);
+            }
+            Record::StageBlockStart { step, timers: None } => {
                 if let Some(step) = step {
                     self.mark(stamp, step);
                 }
@@ -488,7 +505,7 @@ impl Model {
                 keep_latest(&mut self.summary.loss, s.loss);
             }
         }
-        if !self.stages.closed.is_empty() {
+        if !self.stages.closed.is_empty() || !self.stages.matched_data.is_empty() {
             self.block_steps();
         }
     }
@@ -543,6 +560,18 @@ impl Model {
                 .or_insert_with(|| RankState::for_rank(window))
                 .push_times(b.time, b.step_ms, data);
             self.merged.push_times(b.time, b.step_ms, data);
+        }
+        // A data wait the timing blocks itemise for step lines that time the step alone.
+        for b in std::mem::take(&mut self.stages.matched_data) {
+            let Some(data) = b.data_ms.filter(|_| !self.line_data_times) else {
+                continue;
+            };
+            let window = self.cfg.window_steps;
+            self.ranks
+                .entry(b.rank)
+                .or_insert_with(|| RankState::for_rank(window))
+                .push_data(b.time, b.step_ms, data);
+            self.merged.push_data(b.time, b.step_ms, data);
         }
     }
 
@@ -612,6 +641,7 @@ impl Model {
                 time: stamp.time,
                 step_ms,
                 data_ms: d.data_time_ms.unwrap_or(0.0),
+                has_data: d.data_time_ms.is_some(),
             };
             self.stages.step(d.step, facts);
         }

@@ -346,6 +346,13 @@ impl RankState {
         }
     }
 
+    /// A data wait a timing block itemised for a step whose line timed the step alone.
+    pub fn push_data(&mut self, t: f64, step_ms: f64, data_ms: f64) {
+        self.data_time_ms.push(t, data_ms);
+        self.paired_data_ms.push(t, data_ms);
+        self.paired_step_ms.push(t, step_ms);
+    }
+
     /// Share of step time spent waiting for data, over the whole run.
     pub fn data_share(&self) -> Option<f64> {
         let step = self.paired_step_ms.run.sum();

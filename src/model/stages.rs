@@ -12,7 +12,7 @@ use super::breakdown::Over;
 use super::timing::{self, Figures, Line, Place, Structure, TotalIs};
 use super::window::{Rolling, RunStats};
 use crate::parse::labels::Role;
-use crate::parse::record::StageRecord;
+use crate::parse::record::{PhaseTimers, StageRecord};
 
 /// Blocks that count towards a stage's baseline (after the warm-up ones).
 const BASELINE_BLOCKS: u64 = 20;
@@ -72,6 +72,8 @@ pub struct StepFacts {
     pub time: f64,
     pub step_ms: f64,
     pub data_ms: f64,
+    /// The step line gave a data time (`data_ms` is 0 when it did not).
+    pub has_data: bool,
 }
 
 /// A step time a block's total gave (its total is the whole step), for the model to use when
@@ -93,6 +95,13 @@ struct Block {
     rank: u32,
     lines: Vec<Line>,
     has_total: bool,
+    /// How many steps its figures sum: 1 but for a framework's timers that sum the steps
+    /// since their previous block, and 0 for timers that time no step (dropped).
+    steps: f64,
+    /// A framework's phase timers (`timer_block`).
+    timers: bool,
+    /// Lines the framework times within another line of the block, by that line's role.
+    inside: Vec<(usize, Role)>,
 }
 
 /// How many recent steps and unmatched blocks are kept for matching: memory stays bounded.
@@ -135,15 +144,20 @@ pub struct Stages {
     pub readings: Vec<(TotalIs, u64, Vec<Line>, Structure)>,
     /// Step times from whole-step totals since the model last took them.
     pub closed: Vec<BlockStep>,
+    /// Data waits of blocks matched with a step line that gave none, with that step's time,
+    /// since the model last took them.
+    pub matched_data: Vec<BlockStep>,
     window: usize,
     /// The open block of each file.
     open: Vec<(usize, Block)>,
+    /// Per file: the step of its latest block of a framework's phase timers.
+    timer_steps: Vec<(usize, u64)>,
     /// Per file: whether its total comes first in a block (else last), once seen.
     total_first: Vec<(usize, bool)>,
     layouts: HashMap<u64, Vec<(Structure, u64)>>,
     steps: BTreeMap<u64, StepFacts>,
     steps_by_time: VecDeque<(f64, StepFacts)>,
-    pending: VecDeque<(u64, Figures)>,
+    pending: VecDeque<(u64, u32, Figures)>,
 }
 
 impl Stages {
@@ -164,9 +178,11 @@ impl Stages {
             last_closed: None,
             readings: Vec::new(),
             closed: Vec::new(),
+            matched_data: Vec::new(),
             window,
             open: Vec::new(),
             total_first: Vec::new(),
+            timer_steps: Vec::new(),
             layouts: HashMap::new(),
             steps: BTreeMap::new(),
             steps_by_time: VecDeque::new(),
@@ -178,6 +194,32 @@ impl Stages {
     pub fn block_start(&mut self, step: Option<u64>, at: &Stamp) {
         self.close(at.source);
         self.open.push((at.source, block(step, at)));
+    }
+
+    /// A framework's phase timers for `step`, the step they time. Timers that sum the steps
+    /// since their previous block are divided by that many steps: the block is one step's. A
+    /// block with no step to pair with (before any step line), or for a step already timed (a
+    /// repeated print), says nothing of a step: its lines are dropped.
+    pub fn timer_block(&mut self, step: Option<u64>, timers: PhaseTimers, at: &Stamp) {
+        self.close(at.source);
+        let mut steps = 0;
+        if let Some(step) = step {
+            let last = self.timer_steps.iter_mut().find(|(s, _)| *s == at.source);
+            steps = match timers {
+                PhaseTimers::PerStep => 1,
+                PhaseTimers::SinceLastBlock => {
+                    step.saturating_sub(last.as_ref().map_or(0, |(_, l)| *l))
+                }
+            };
+            match last {
+                Some((_, l)) => *l = step,
+                None => self.timer_steps.push((at.source, step)),
+            }
+        }
+        let mut b = block(step, at);
+        b.steps = steps as f64;
+        b.timers = true;
+        self.open.push((at.source, b));
     }
 
     /// A stage line. A label the open block already has at its outermost indentation, or
@@ -203,6 +245,9 @@ impl Stages {
             self.open.push((at.source, block(s.step, at)));
         }
         if let Some(b) = self.open_mut(at.source) {
+            if let Some(role) = s.inside {
+                b.inside.push((b.lines.len(), role));
+            }
             b.lines.push(line);
         }
     }
@@ -284,11 +329,33 @@ impl Stages {
         let Some(i) = self.open.iter().position(|(s, _)| *s == source) else {
             return;
         };
-        let (_, b) = self.open.swap_remove(i);
-        if b.lines.is_empty() {
+        let (_, mut b) = self.open.swap_remove(i);
+        if b.lines.is_empty() || b.steps == 0.0 {
             return;
         }
-        let structure = self.structure(&b.lines);
+        if b.steps > 1.0 {
+            for l in &mut b.lines {
+                l.ms /= b.steps;
+            }
+        }
+        // A line timed within another: the other's own time is what is left of it.
+        for &(i, role) in &b.inside {
+            let held = b.lines[i].ms;
+            let outer = (0..b.lines.len())
+                .find(|&j| b.lines[j].role == role && b.inside.iter().all(|(k, _)| *k != j));
+            if let Some(j) = outer {
+                b.lines[j].ms = (b.lines[j].ms - held).max(0.0);
+            }
+        }
+        // A framework's timers are flat by design: none holds another by its value, however
+        // close two sums come (forward-compute may equal backward-compute).
+        let structure = if b.timers {
+            timing::Structure {
+                parent: vec![None; b.lines.len()],
+            }
+        } else {
+            self.structure(&b.lines)
+        };
         let r = timing::read(&b.lines, &structure);
         self.blocks += 1;
         self.last_closed = b.step;
@@ -329,14 +396,14 @@ impl Stages {
         // A block whose total is the step needs no step line.
         let complete = fig.step_ms.is_some();
         match (facts, b.step) {
-            (Some(f), _) => self.settle(fig, Some(f), f.time),
+            (Some(f), _) => self.settle(fig, Some(f), f.time, b.rank),
             (None, Some(step)) if !complete => {
                 if self.pending.len() == MATCH_KEEP {
                     self.pending.pop_front();
                 }
-                self.pending.push_back((step, fig));
+                self.pending.push_back((step, b.rank, fig));
             }
-            (None, _) => self.settle(fig, None, b.time),
+            (None, _) => self.settle(fig, None, b.time, b.rank),
         }
         if r.total != TotalIs::Absent {
             let kept = (b.lines, structure);
@@ -445,10 +512,10 @@ impl Stages {
             if self.steps.contains_key(&step) {
                 return;
             }
-            if let Some(i) = self.pending.iter().position(|(s, _)| *s == step)
-                && let Some((_, fig)) = self.pending.remove(i)
+            if let Some(i) = self.pending.iter().position(|(s, ..)| *s == step)
+                && let Some((_, rank, fig)) = self.pending.remove(i)
             {
-                self.settle(fig, Some(f), f.time);
+                self.settle(fig, Some(f), f.time, rank);
             }
             self.steps.insert(step, f);
             if self.steps.len() > MATCH_KEEP {
@@ -469,11 +536,24 @@ impl Stages {
     }
 
     /// The unlogged time of a block: its step (its own total when that is the step, else its
-    /// step line's) less the data wait, the forward and the other logged parts.
-    fn settle(&mut self, fig: Figures, facts: Option<StepFacts>, time: f64) {
+    /// step line's) less the data wait, the forward and the other logged parts. A data wait the
+    /// block itemises for a step line that times the step but not its data is kept for the
+    /// data share (`matched_data`).
+    fn settle(&mut self, fig: Figures, facts: Option<StepFacts>, time: f64, rank: u32) {
         let Some(step) = fig.step_ms.or(facts.map(|f| f.step_ms)) else {
             return;
         };
+        if let (None, Some(f), Some(data_ms)) = (fig.step_ms, facts, fig.data_ms)
+            && !f.has_data
+        {
+            self.matched_data.push(BlockStep {
+                step: None,
+                time,
+                rank,
+                step_ms: f.step_ms,
+                data_ms: Some(data_ms),
+            });
+        }
         let data = fig.data_ms.or(facts.map(|f| f.data_ms)).unwrap_or(0.0);
         let unlogged = (step - data - fig.forward_ms.unwrap_or(0.0) - fig.other_ms).max(0.0);
         self.unlogged_ms.push(unlogged);
@@ -505,6 +585,9 @@ fn block(step: Option<u64>, at: &Stamp) -> Block {
         rank: at.rank,
         lines: Vec::new(),
         has_total: false,
+        steps: 1.0,
+        timers: false,
+        inside: Vec::new(),
     }
 }
 
@@ -520,6 +603,7 @@ mod tests {
             share_pct: None,
             depth,
             step: Some(1),
+            inside: None,
         }
     }
 
@@ -618,6 +702,7 @@ mod tests {
                 time: 6.0,
                 step_ms: 6000.0,
                 data_ms: 0.0,
+                has_data: false,
             },
         );
         s.block_start(Some(1), &at(0));
@@ -638,6 +723,7 @@ mod tests {
                 time: 12.0,
                 step_ms: 6100.0,
                 data_ms: 100.0,
+                has_data: true,
             },
         );
         assert_eq!(s.unlogged_ms.count(), 2);

@@ -409,12 +409,27 @@ fn read_with(lines: &[Line], s: &Structure, describe: bool) -> (Reading, Option<
             }
         };
     }
+    // A data wait timed inside the forward's own timer (Megatron's batch-generator runs within
+    // forward-compute): it is the data wait, not a piece of the forward, and the forward is
+    // what is left of its timer.
+    let mut data_in_forward = 0.0;
+    if let Some(f) = forward_line {
+        for i in 0..n {
+            let data_above = ancestors(i).any(|a| lines[a].role == Role::Data);
+            if lines[i].role == Role::Data && !data_above && ancestors(i).any(|a| a == f) {
+                place[i] = Place::Outside;
+                data_in_forward += lines[i].ms;
+            } else if data_above && matches!(place[i], Place::InForward(_)) {
+                place[i] = Place::Below;
+            }
+        }
+    }
     let stage_roots = roots
         .iter()
         .copied()
         .filter(|&r| place[r] == Place::InForward(0));
     let forward_ms = match (forward_line, total_line) {
-        (Some(f), _) => Some(lines[f].ms),
+        (Some(f), _) => Some((lines[f].ms - data_in_forward).max(0.0)),
         (None, Some(t)) if total == TotalIs::Forward => Some(lines[t].ms),
         _ => {
             let mut it = stage_roots.peekable();
@@ -624,6 +639,21 @@ mod tests {
         assert_eq!(r.figures.step_ms, Some(3700.0));
         assert_eq!(r.figures.data_ms, Some(12.0));
         assert_eq!(r.figures.other_ms, 50.0);
+    }
+
+    #[test]
+    fn a_data_wait_inside_the_forward_timer_is_the_data_wait() {
+        // Indented under the forward: the forward's timer holds the data wait.
+        let mut lines = block(&[
+            (0, "forward", 340.0, None),
+            (1, "batch-generator", 40.0, None),
+            (1, "embed", 300.0, None),
+        ]);
+        lines[1].role = Role::Data;
+        let r = read(&lines, &structure(&lines));
+        assert_eq!(r.place[1], Place::Outside);
+        assert_eq!(r.figures.forward_ms, Some(300.0));
+        assert_eq!(r.figures.data_ms, Some(40.0));
     }
 
     #[test]

@@ -420,6 +420,8 @@ pub(crate) fn dispatch(
             .or_else(|| frameworks::deepspeed(p, out)),
         b't' if p.starts_with("train_") => frameworks::metrics_line(p, out),
         b't' if p.starts_with("timer: ") => step_timer(p, out),
+        b't' if p.starts_with("time (ms)") => frameworks::time_line(p, out),
+        b'(' => frameworks::across_ranks_header(p, out),
         b's' if p.starts_with("step:") => frameworks::torchtitan(p, out),
         b's' if p.starts_with("steps: ") || p.starts_with("step=") => frameworks::deepspeed(p, out),
         b's' if p.starts_with("samples/sec:") => frameworks::megatron(p, out),
@@ -445,6 +447,12 @@ pub(crate) fn dispatch(
     if p.starts_with("Class ") && p.contains("Instances") {
         // Ultralytics' validation bar.
         return eval(p, Format::Ultralytics, out);
+    }
+    // Megatron's timers, one a line: `forward-compute .....: (5424.15, 6285.74)`.
+    if p.contains("...:")
+        && let Some(f) = frameworks::across_ranks_line(p, out)
+    {
+        return Some(f);
     }
     if let Some(f) = stats::stats_line(p, indent, ctx, out) {
         return Some(f);

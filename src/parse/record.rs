@@ -188,6 +188,20 @@ pub struct StageRecord {
     pub depth: u8,
     /// Step number when the timing block states it.
     pub step: Option<u64>,
+    /// The framework times this line within the block's line of this role, whatever the
+    /// layout shows (Megatron's batch-generator runs inside forward-compute, Lightning's
+    /// training_step and backward inside optimizer_step): that line's own time excludes it.
+    pub inside: Option<Role>,
+}
+
+/// What a framework's phase timer block covers: the step logged last before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PhaseTimers {
+    /// Each figure is one step's (Megatron's timers, averaged over the log interval).
+    PerStep,
+    /// Each figure sums the steps since the previous block (DeepSpeed's global timers, reset
+    /// when printed).
+    SinceLastBlock,
 }
 
 /// Cache counters as a cache reports them; counters are cumulative.
@@ -314,6 +328,9 @@ pub enum Record {
     /// `[Step N]` header of a timing block with no figures of its own.
     StageBlockStart {
         step: Option<u64>,
+        /// A framework's phase timers, which time a step already logged (None: a user's
+        /// block, which times the step in progress or the one it names).
+        timers: Option<PhaseTimers>,
     },
     /// A line that names its step in a `[Step N]` prefix and says nothing steptop reads: it
     /// still tells how far the run is.

@@ -338,7 +338,7 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
                 f(Slot::F(ms));
                 opt_u(step, f);
             }
-            Record::StageBlockStart { step } => opt_u(step, f),
+            Record::StageBlockStart { step, .. } => opt_u(step, f),
             Record::StepMark { step } => f(Slot::U(step)),
             Record::Cache(c) => {
                 opt_f(&mut c.hit_rate_pct, f);

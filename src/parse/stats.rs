@@ -21,14 +21,20 @@ pub fn bracket_line(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option
         if rest.is_empty() || (rest.ends_with(':') && !cache_header(rest)) {
             ctx.block_step = Some(step);
             ctx.stage_indents.clear();
-            out.push(Record::StageBlockStart { step: Some(step) });
+            out.push(Record::StageBlockStart {
+                step: Some(step),
+                timers: None,
+            });
             return Some(Format::Timing);
         }
         let before = (out.len(), *ctx);
         if ctx.block_step != Some(step) {
             ctx.block_step = Some(step);
             ctx.stage_indents.clear();
-            out.push(Record::StageBlockStart { step: Some(step) });
+            out.push(Record::StageBlockStart {
+                step: Some(step),
+                timers: None,
+            });
         }
         // The indentation after the prefix is the line's own.
         let indent = after.len() - rest.len() - usize::from(after.starts_with(' '));
@@ -134,7 +140,10 @@ pub fn stats_line(
     {
         ctx.block_step = Some(step);
         ctx.stage_indents.clear();
-        out.push(Record::StageBlockStart { step: Some(step) });
+        out.push(Record::StageBlockStart {
+            step: Some(step),
+            timers: None,
+        });
         return Some(Format::Timing);
     }
     None
@@ -193,6 +202,7 @@ fn stage_line(p: &str, indent: usize, ctx: &mut Context, out: &mut Vec<Record>) 
         share_pct,
         depth,
         step: ctx.block_step,
+        inside: None,
     }));
     Some(Format::Timing)
 }
@@ -426,7 +436,7 @@ mod tests {
         let seen: Vec<String> = out
             .iter()
             .map(|r| match r {
-                Record::StageBlockStart { step } => format!("block {step:?}"),
+                Record::StageBlockStart { step, .. } => format!("block {step:?}"),
                 Record::Stage(s) => format!("{} {} {:?}", s.name, s.depth, s.step),
                 Record::StepMark { step } => format!("mark {step}"),
                 other => format!("{other:?}"),

@@ -145,6 +145,7 @@ pub fn parse(patterns: &[UserPattern], p: &str, out: &mut Vec<Record>) -> Option
                 share_pct: None,
                 depth: 0,
                 step: rec.step,
+                inside: None,
             }));
         }
         if cache.hits.is_some() || cache.misses.is_some() {

@@ -394,6 +394,7 @@ mod tests {
                 &stamp,
                 Record::StageBlockStart {
                     step: Some(step.into()),
+                    timers: None,
                 },
             );
             for (name, ms) in [("H2D copy", copy_ms), ("forward", 80.0)] {
@@ -404,6 +405,7 @@ mod tests {
                     share_pct: None,
                     depth: 0,
                     step: Some(step.into()),
+                    inside: None,
                 };
                 m.apply(&stamp, Record::Stage(rec));
             }
