@@ -157,3 +157,37 @@ fn deepspeed_timers_printed_every_ten_steps_are_divided() {
     assert!(close(part(&m, "bwd_inner"), 200.0));
     assert!(close(b.unlogged_ms, 350.0 - 100.0 - 200.0 - 10.0 - 30.0));
 }
+
+/// Lightning's profiler table, from a real CPU run (fixtures/phase_timers/
+/// lightning_simple_profiler): means over the run, set against the mean step.
+#[test]
+fn lightning_profiler_report() {
+    let path = format!(
+        "{}/fixtures/phase_timers/lightning_simple_profiler/train.log",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let m = read(&std::fs::read_to_string(path).unwrap());
+    let b = m.step_breakdown(Over::Run);
+    // The table's own figures (README.md), in ms.
+    assert!(close(b.forward_ms, 2.9583));
+    assert!(close(
+        part(&m, "[Strategy]SingleDeviceStrategy.backward"),
+        2.4621
+    ));
+    // training_step and backward run inside optimizer_step: the optimizer is what is left.
+    assert!(close(
+        part(&m, "[LightningModule]Net.optimizer_step"),
+        11.257 - 2.9583 - 2.4621
+    ));
+    assert!(close(
+        part(&m, "[Strategy]SingleDeviceStrategy.batch_to_device"),
+        0.073587
+    ));
+    // The run's step: 8.0892 s of run_training_epoch over 256 batches; the data wait is
+    // 4.9564 s of it. The bar's rates give the step time (within 5%), the table the wait.
+    let step = 8.0892 / 256.0 * 1000.0;
+    let step_ms = b.step_ms.unwrap();
+    assert!((step_ms / step - 1.0).abs() < 0.05, "{step_ms} vs {step}");
+    let share = b.data_share.unwrap();
+    assert!((share - 4.9564 / 8.0892).abs() < 0.03, "{share}");
+}

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::Facts;
-use crate::parse::record::StepRecord;
+use crate::parse::record::{Smoothing, StepRecord};
 
 /// How each step's time was had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,11 +17,12 @@ enum StepTimeFrom {
     RunningTotal,
     Rate,
     SmoothedRate,
+    BarMean,
     SamplesAndBatch,
     Timestamps,
 }
 
-const STEP_TIME_WAYS: usize = 8;
+const STEP_TIME_WAYS: usize = 9;
 
 /// How the samples/s and tokens/s were had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +43,7 @@ pub struct Basis {
     samples: [u64; RATE_WAYS],
     tokens: [u64; RATE_WAYS],
     data: u64,
+    timed_data: u64,
 }
 
 impl Basis {
@@ -49,8 +51,10 @@ impl Basis {
     pub fn note(&mut self, logged: &StepRecord, derived: &StepRecord) {
         if derived.step_time_ms.is_some() {
             // In the order the model works a step time out (run.rs, `derive`).
-            let way = if logged.smoothed {
+            let way = if logged.smoothed == Smoothing::Moving {
                 StepTimeFrom::SmoothedRate
+            } else if logged.smoothed == Smoothing::SinceStart {
+                StepTimeFrom::BarMean
             } else if logged.avg_step_ms.is_some() && logged.step_time_ms == logged.avg_step_ms {
                 StepTimeFrom::AverageShown
             } else if logged.step_time_ms.is_some() {
@@ -91,9 +95,15 @@ impl Basis {
         }
     }
 
+    /// A data wait a framework's phase timers itemised for a step that logged none.
+    pub fn note_timed_data(&mut self) {
+        self.timed_data += 1;
+    }
+
     /// The figures' basis in words, with the sizes `facts` gives; `mean_is_logged` when the
-    /// mean step time shown is the log's own running average.
-    pub fn describe(&self, facts: &Facts, mean_is_logged: bool) -> BasisOut {
+    /// mean step time shown is the log's own running average; `run_means_data` when a
+    /// profiler report gave the run's mean data wait.
+    pub fn describe(&self, facts: &Facts, mean_is_logged: bool, run_means_data: bool) -> BasisOut {
         let step_time = match most(&self.step_time) {
             None => "none: no step time, rate, running total or timestamps in the log".into(),
             Some(i) => match STEP_TIME_NAMES[i] {
@@ -106,6 +116,9 @@ impl Basis {
                 StepTimeFrom::Rate => "the printed rate (it/s), inverted",
                 StepTimeFrom::SmoothedRate => {
                     "a progress bar's rate; each step's own time recovered from its moving average"
+                }
+                StepTimeFrom::BarMean => {
+                    "a progress bar's rate, its mean since the bar began; differenced between redraws"
                 }
                 StepTimeFrom::SamplesAndBatch => "the printed samples/s and the batch size",
                 StepTimeFrom::Timestamps => "the log's timestamps between step lines",
@@ -141,6 +154,11 @@ impl Basis {
         };
         let data_share = if self.data > 0 {
             "the printed data time over the step time, of the steps that logged both".to_string()
+        } else if self.timed_data > 0 {
+            "the data wait the framework's phase timers itemise, over the times of the steps they itemise"
+                .to_string()
+        } else if run_means_data {
+            "the profiler report's mean data wait over the mean step time".to_string()
         } else {
             "none: the log prints no data-loading time".to_string()
         };
@@ -161,6 +179,7 @@ const STEP_TIME_NAMES: [StepTimeFrom; STEP_TIME_WAYS] = [
     StepTimeFrom::RunningTotal,
     StepTimeFrom::Rate,
     StepTimeFrom::SmoothedRate,
+    StepTimeFrom::BarMean,
     StepTimeFrom::SamplesAndBatch,
     StepTimeFrom::Timestamps,
 ];

@@ -59,12 +59,18 @@ impl Model {
         span.mean(&m.run, &m.recent)
     }
 
-    /// Data time over step time, summed over the steps of `span` that logged both.
+    /// Data time over step time, summed over the steps of `span` that logged both; else the
+    /// mean data wait of a run's profiler report over the mean step.
     pub fn data_share(&self, span: Over) -> Option<f64> {
-        match span {
+        let logged = match span {
             Over::Run => self.merged.data_share(),
             Over::Recent(n) => self.merged.recent_data_share(n),
-        }
+        };
+        logged.or_else(|| {
+            let step = self.step_ms(Over::Run)?;
+            let data = self.stages.run_data_ms?;
+            (step > 0.0).then(|| (data / step).min(1.0))
+        })
     }
 
     /// The forward time of the timing blocks of `span`.

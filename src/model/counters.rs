@@ -6,7 +6,7 @@
 //! the same file: a global step that goes back. It keeps a few numbers per file and rank,
 //! whatever the run's length.
 
-use crate::parse::record::{Counter, EventKind, Record, StepRecord};
+use crate::parse::record::{Counter, EventKind, Record, Smoothing, StepRecord};
 
 /// Totals of evaluation bars remembered: a run has one or two evaluation loaders.
 const EVAL_TOTALS: usize = 4;
@@ -28,8 +28,13 @@ pub(crate) struct Counters {
     last: Option<(u64, Option<f64>)>,
     /// The planned total the last step came with.
     last_total: Option<u64>,
-    /// The last step a smoothed rate came with, and that rate as a step time.
-    smoothed: Option<(u64, f64)>,
+    /// The last step a smoothed rate came with, that rate as a step time, and the bar's own
+    /// position then.
+    smoothed: Option<(u64, f64, Option<u64>)>,
+    /// The mean step of the last stretch a bar that shows its mean since it began was
+    /// differenced over, and the last step such a bar drew.
+    stretch_ms: Option<f64>,
+    stretch_last: u64,
     /// Step lines of the run's own have come: an engine's counter is not the run's steps.
     own_steps: bool,
     /// The engine's latest step, whether or not it is the run's: its own timers time it.
@@ -70,6 +75,8 @@ impl Counters {
         if rec.counter == Counter::Engine && rec.step.is_some() {
             self.engine_step = rec.step;
         }
+        // Where the bar itself stands, before its count becomes the run's.
+        let position = rec.step;
         let counted = match rec.counter {
             // An engine's optimizer steps and its own throughput (an RLHF actor's training
             // alone), or a bar that repeats the step lines: not the run's. Their learning
@@ -95,8 +102,8 @@ impl Counters {
         self.line_steps |= matches!(rec.counter, Counter::Global | Counter::InEpoch { .. })
             && rec.step.is_some()
             && (rec.step_time_ms.is_some() || rec.iters_per_s.is_some());
-        if rec.smoothed && matches!(counted, Counted::Step | Counted::NewRun) {
-            self.unsmooth(rec);
+        if !rec.smoothed.is_off() && matches!(counted, Counted::Step | Counted::NewRun) {
+            self.unsmooth(rec, position);
         }
         counted
     }
@@ -106,8 +113,14 @@ impl Counters {
     /// phase. Each step's own time is recovered from two consecutive redraws one step apart
     /// (`(rate - 0.7 × rate before) / 0.3`): the 30 s the evaluation took shows on its one
     /// step. A redraw of the same step adds no time; a jump of several steps keeps the rate.
-    /// The rate itself stays as printed.
-    fn unsmooth(&mut self, rec: &mut StepRecord) {
+    /// A bar that shows its mean since it began (`position` steps in) is differenced
+    /// instead: the steps since an earlier redraw took `position × rate − position then × rate
+    /// then`. The printed rate's rounding grows with the position, so the earlier redraw is at
+    /// least a quarter of the bar back: the steps of a stretch take the previous stretch's
+    /// mean, and the one that closes it gives its own (every step keeps a time, so the run's
+    /// mean weighs the steps, not the stretches). A redraw of a step already timed gives none.
+    /// The rate stays as printed.
+    fn unsmooth(&mut self, rec: &mut StepRecord, position: Option<u64>) {
         let (Some(step), Some(printed)) = (
             rec.step,
             rec.step_time_ms
@@ -115,9 +128,26 @@ impl Counters {
         ) else {
             return;
         };
-        let own = match self.smoothed {
-            Some((before, _)) if before == step => None,
-            Some((before, rate)) if before + 1 == step => {
+        let own = match (self.smoothed, rec.smoothed) {
+            (Some((before, _, Some(was))), Smoothing::SinceStart)
+                if step >= before && position.is_some_and(|p| p >= was) =>
+            {
+                let p = position.unwrap_or(was);
+                if p - was < (was / 4).max(1) {
+                    // Within the stretch (the anchor stays), or a redraw of its step.
+                    rec.iters_per_s = None;
+                    rec.step_time_ms = self.stretch_ms.filter(|_| step > self.stretch_last);
+                    self.stretch_last = self.stretch_last.max(step);
+                    return;
+                }
+                let rate = self.smoothed.map_or(printed, |(_, r, _)| r);
+                let x = (p as f64 * printed - was as f64 * rate) / (p - was) as f64;
+                let x = x.max(printed / 10.0);
+                self.stretch_ms = Some(x);
+                Some(x)
+            }
+            (Some((before, ..)), _) if before == step => None,
+            (Some((before, rate, _)), Smoothing::Moving) if before + 1 == step => {
                 let x = (printed - (1.0 - TQDM_SMOOTHING) * rate) / TQDM_SMOOTHING;
                 // The printed rates are rounded: never less than a tenth of the rate.
                 Some(x.max(printed / 10.0))
@@ -128,7 +158,11 @@ impl Counters {
         // a user reads); the step's time is its own.
         rec.iters_per_s = Some(1000.0 / printed);
         rec.step_time_ms = own;
-        self.smoothed = Some((step, printed));
+        if rec.smoothed == Smoothing::SinceStart {
+            self.stretch_ms = own;
+            self.stretch_last = step;
+        }
+        self.smoothed = Some((step, printed, position));
     }
 
     /// A count that goes back is a new run, unless the epoch went on: then the count is the
@@ -349,5 +383,41 @@ mod tests {
         assert_eq!(bar(&mut c, 9000, 9000), Some(9000));
         // The final evaluation, after training ended, is still one.
         assert_eq!(bar(&mut c, 600, 1200), None);
+    }
+
+    #[test]
+    fn a_bar_that_shows_its_mean_since_it_began_is_differenced() {
+        // Lightning's bar (smoothing=0): the first step took 500 ms, every other 100 ms. The
+        // printed rate is the mean since the bar began, rounded to two decimals of it/s.
+        let mut c = Counters::default();
+        let mut times = Vec::new();
+        for n in 1..=40u64 {
+            let elapsed_s = (500.0 + 100.0 * (n - 1) as f64) / 1000.0;
+            let rate = (n as f64 / elapsed_s * 100.0).round() / 100.0;
+            let mut rec = StepRecord {
+                step: Some(n),
+                epoch: Some(0.0),
+                counter: Counter::InEpoch { base: 0 },
+                iters_per_s: Some(rate),
+                smoothed: Smoothing::SinceStart,
+                ..StepRecord::default()
+            };
+            c.count(&mut rec);
+            times.push(rec.step_time_ms);
+            // Its redraw with a new postfix times no step again.
+            let mut again = StepRecord {
+                iters_per_s: Some(rate * 0.99),
+                ..rec.clone()
+            };
+            again.step_time_ms = None;
+            c.count(&mut again);
+            assert_eq!(again.step_time_ms, None);
+        }
+        // Every step keeps a time: its own, or its stretch's, never the mean since the start.
+        assert!(times.iter().all(Option::is_some));
+        assert!((times[0].unwrap() - 500.0).abs() < 1.0);
+        for t in &times[1..] {
+            assert!((t.unwrap() - 100.0).abs() < 10.0, "{times:?}");
+        }
     }
 }

@@ -441,7 +441,7 @@ impl Model {
                         .counters
                         .get(&(stamp.source, stamp.rank))
                         .and_then(|c| c.engine_step),
-                    PhaseTimers::PerStep => None,
+                    PhaseTimers::PerStep | PhaseTimers::RunMeans => None,
                 };
                 let step = step.or(engine).or(logged).or(self.merged.last_step);
                 self.stages.timer_block(step, timers, stamp);
@@ -566,6 +566,7 @@ impl Model {
             let Some(data) = b.data_ms.filter(|_| !self.line_data_times) else {
                 continue;
             };
+            self.basis.note_timed_data();
             let window = self.cfg.window_steps;
             self.ranks
                 .entry(b.rank)

@@ -99,7 +99,7 @@ struct Block {
     /// since their previous block, and 0 for timers that time no step (dropped).
     steps: f64,
     /// A framework's phase timers (`timer_block`).
-    timers: bool,
+    timers: Option<PhaseTimers>,
     /// Lines the framework times within another line of the block, by that line's role.
     inside: Vec<(usize, Role)>,
 }
@@ -147,6 +147,8 @@ pub struct Stages {
     /// Data waits of blocks matched with a step line that gave none, with that step's time,
     /// since the model last took them.
     pub matched_data: Vec<BlockStep>,
+    /// The mean data wait a run's profiler report gave (`PhaseTimers::RunMeans`).
+    pub run_data_ms: Option<f64>,
     window: usize,
     /// The open block of each file.
     open: Vec<(usize, Block)>,
@@ -179,6 +181,7 @@ impl Stages {
             readings: Vec::new(),
             closed: Vec::new(),
             matched_data: Vec::new(),
+            run_data_ms: None,
             window,
             open: Vec::new(),
             total_first: Vec::new(),
@@ -203,13 +206,15 @@ impl Stages {
     pub fn timer_block(&mut self, step: Option<u64>, timers: PhaseTimers, at: &Stamp) {
         self.close(at.source);
         let mut steps = 0;
-        if let Some(step) = step {
+        if timers == PhaseTimers::RunMeans {
+            steps = 1;
+        } else if let Some(step) = step {
             let last = self.timer_steps.iter_mut().find(|(s, _)| *s == at.source);
             steps = match timers {
-                PhaseTimers::PerStep => 1,
                 PhaseTimers::SinceLastBlock => {
                     step.saturating_sub(last.as_ref().map_or(0, |(_, l)| *l))
                 }
+                PhaseTimers::PerStep | PhaseTimers::RunMeans => 1,
             };
             match last {
                 Some((_, l)) => *l = step,
@@ -218,7 +223,7 @@ impl Stages {
         }
         let mut b = block(step, at);
         b.steps = steps as f64;
-        b.timers = true;
+        b.timers = Some(timers);
         self.open.push((at.source, b));
     }
 
@@ -349,7 +354,7 @@ impl Stages {
         }
         // A framework's timers are flat by design: none holds another by its value, however
         // close two sums come (forward-compute may equal backward-compute).
-        let structure = if b.timers {
+        let structure = if b.timers.is_some() {
             timing::Structure {
                 parent: vec![None; b.lines.len()],
             }
@@ -388,6 +393,13 @@ impl Stages {
                 step_ms,
                 data_ms: fig.data_ms,
             });
+        }
+        // Means over the run are no step's: the breakdown sets them against the mean step.
+        if b.timers == Some(PhaseTimers::RunMeans) {
+            if fig.data_ms.is_some() {
+                self.run_data_ms = fig.data_ms;
+            }
+            return;
         }
         let facts = match b.step {
             Some(step) => self.steps.get(&step).copied(),
@@ -586,7 +598,7 @@ fn block(step: Option<u64>, at: &Stamp) -> Block {
         lines: Vec::new(),
         has_total: false,
         steps: 1.0,
-        timers: false,
+        timers: None,
         inside: Vec::new(),
     }
 }

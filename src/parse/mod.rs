@@ -34,7 +34,8 @@ pub struct LineInfo {
     pub format: Option<Format>,
     /// The format of another line glued onto the end of a progress bar, counted as well.
     pub glued: Option<Format>,
-    /// True for a line with no text at all (not counted as unparsed).
+    /// True for a line with no text at all, or only a rule (`-----`, `═══`), which is not
+    /// counted as unparsed.
     pub blank: bool,
     /// Set by the file's feed when the line's figures cannot be true (a step that goes back
     /// with no restart, an overflow): why. Such a line reaches no model and counts as rejected.
@@ -262,7 +263,7 @@ impl Parser {
     }
 
     fn parse_text(&mut self, text: &str, out: &mut Vec<Record>) -> LineInfo {
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || is_rule(text) {
             return LineInfo {
                 blank: true,
                 ..LineInfo::default()
@@ -373,6 +374,12 @@ const ALL_FORMATS: [Format; FORMAT_COUNT] = [
     Format::User,
 ];
 
+/// A line drawn to separate others (`------`, `=====`, `───`): no text to read.
+fn is_rule(text: &str) -> bool {
+    let t = text.trim();
+    t.len() >= 3 && t.chars().all(|c| "-=_*~+#|─━═".contains(c))
+}
+
 /// Tries the formats in order of their cheapest distinguishing prefix.
 pub(crate) fn dispatch(
     payload: &str,
@@ -415,7 +422,9 @@ pub(crate) fn dispatch(
         b'i' | b'e' if p.starts_with("iter: ") || p.starts_with("eta: ") => {
             frameworks::detectron2(p, out)
         }
-        b'e' | b'|' => frameworks::fairseq(p, logger, out)
+        b'F' if p.starts_with("FIT Profiler") => frameworks::profiler_header(p, out),
+        b'e' | b'|' => frameworks::profiler_row(p, out)
+            .or_else(|| frameworks::fairseq(p, logger, out))
             .or_else(|| frameworks::accelerate(p, out))
             .or_else(|| frameworks::deepspeed(p, out)),
         b't' if p.starts_with("train_") => frameworks::metrics_line(p, out),

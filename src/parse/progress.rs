@@ -1,7 +1,7 @@
 //! Progress bars and counters: tqdm (plain, Hugging Face, fairseq), PyTorch Lightning (tqdm and
 //! rich bars), Keras 2 and 3, and Ultralytics rows. Each `\r` redraw is its own record.
 
-use super::record::{Counter, EventKind, Format, Record, StepRecord};
+use super::record::{Counter, EventKind, Format, Record, Smoothing, StepRecord};
 use super::trace::{self, Kind, Val};
 use super::{Context, dispatch, events, kv, num, prefix, push_event, push_step, read_pairs};
 
@@ -255,8 +255,14 @@ fn bar(
         let mut seen = kv::Collected::default();
         if let Some(rate) = parts.next() {
             rate_into(rate.trim(), &mut rec);
-            rec.smoothed = rec.step_time_ms.is_some() || rec.iters_per_s.is_some();
-            if !rec.smoothed {
+            let rated = rec.step_time_ms.is_some() || rec.iters_per_s.is_some();
+            rec.smoothed = match (rated, format) {
+                (false, _) => Smoothing::Off,
+                // Lightning's training bar is tqdm with `smoothing=0`.
+                (true, Format::Lightning) => Smoothing::SinceStart,
+                (true, _) => Smoothing::Moving,
+            };
+            if !rated {
                 // A bar formatted without its rate: the postfix starts here
                 // (`[01:02<01:20, samples/s=78.4, data_time=0.1]`).
                 read_pairs(rate, &mut rec, &mut seen);
@@ -334,7 +340,7 @@ mod tests {
         let s = step(&out);
         assert_eq!(
             (s.samples_per_s, s.data_time_ms, s.loss, s.smoothed),
-            (Some(78.4), Some(83.0), Some(1.64), false)
+            (Some(78.4), Some(83.0), Some(1.64), Smoothing::Off)
         );
     }
 

@@ -102,10 +102,10 @@ pub struct StepRecord {
     /// `num_updates`): the run's global step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updates: Option<u64>,
-    /// The rate is tqdm's moving average (smoothing 0.3 over the redraws), not this step's
-    /// own: the model recovers each step's time from consecutive redraws.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub smoothed: bool,
+    /// The rate is a progress bar's average, not this step's own: the model recovers each
+    /// step's time from consecutive redraws.
+    #[serde(skip_serializing_if = "Smoothing::is_off")]
+    pub smoothed: Smoothing,
     pub step_time_ms: Option<f64>,
     /// Training time so far, a running total (`train_time:98412ms`): differenced, never a
     /// step time itself.
@@ -194,7 +194,27 @@ pub struct StageRecord {
     pub inside: Option<Role>,
 }
 
-/// What a framework's phase timer block covers: the step logged last before it.
+/// How a progress bar averages the rate it shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Smoothing {
+    /// The rate is the step's own, or no bar's.
+    #[default]
+    Off,
+    /// tqdm's default: a moving average, smoothing 0.3 over the redraws.
+    Moving,
+    /// The mean since the bar began (tqdm with `smoothing=0`, as Lightning's training bar,
+    /// which restarts each epoch).
+    SinceStart,
+}
+
+impl Smoothing {
+    pub fn is_off(&self) -> bool {
+        *self == Smoothing::Off
+    }
+}
+
+/// What a framework's phase timer block covers: the step logged last before it, or the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum PhaseTimers {
     /// Each figure is one step's (Megatron's timers, averaged over the log interval).
@@ -202,6 +222,9 @@ pub enum PhaseTimers {
     /// Each figure sums the steps since the previous block (DeepSpeed's global timers, reset
     /// when printed).
     SinceLastBlock,
+    /// Each figure is a mean over the whole run, printed at its end (Lightning's profiler
+    /// report): no one step's.
+    RunMeans,
 }
 
 /// Cache counters as a cache reports them; counters are cumulative.

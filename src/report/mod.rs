@@ -506,7 +506,11 @@ impl Report {
             tokens_per_s: g.tokens_per_s.run.quantile(0.5),
             tokens_per_gpu_s: g.tokens_per_gpu_s.run.quantile(0.5),
             mfu_pct: g.mfu_pct,
-            basis: m.basis.describe(f, g.logged_avg_step_ms.is_some()),
+            basis: m.basis.describe(
+                f,
+                g.logged_avg_step_ms.is_some(),
+                m.stages.run_data_ms.is_some(),
+            ),
             stage_lines_dropped: m.stages.names_dropped,
             stages: hottest
                 .iter()

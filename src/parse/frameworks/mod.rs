@@ -22,7 +22,9 @@ pub use megatron::megatron;
 pub use meters::{headless_meter, meters};
 pub use nanogpt::nanogpt;
 pub use olmo::{figure as record_figure, header as record_header};
-pub use timers::{across_ranks_header, across_ranks_line, time_line};
+pub use timers::{
+    across_ranks_header, across_ranks_line, profiler_header, profiler_row, time_line,
+};
 pub use timm::timm;
 pub use torchtitan::{mesh, torchtitan};
 

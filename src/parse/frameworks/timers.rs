@@ -5,6 +5,9 @@
 //! `time (ms) | fwd: 6567.66 | bwd: 17950.35 | bwd_inner: 17711.19 | bwd_allreduce: 239.11 |
 //! step: 1139.29`.
 //!
+//! Lightning's profiler report (`FIT Profiler Report`, then `|  action  |  mean (s)  | ...`
+//! rows) gives the same parts as means over the run.
+//!
 //! Each name is read for what its framework times, which its layout does not show: Megatron
 //! runs batch-generator inside forward-compute, its forward-backward holds both computes, and
 //! DeepSpeed's bwd holds bwd_inner and bwd_allreduce. Containers and sub-timers are left out so
@@ -130,6 +133,51 @@ pub fn across_ranks_line(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         out.push(Record::Stage(stage(name, ms, role, inside)));
     }
     Some(Format::Megatron)
+}
+
+/// `FIT Profiler Report`: the head of Lightning's profiler table, printed when `fit` ends.
+pub fn profiler_header(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    (p == "FIT Profiler Report").then_some(())?;
+    out.push(Record::StageBlockStart {
+        step: None,
+        timers: Some(PhaseTimers::RunMeans),
+    });
+    Some(Format::Lightning)
+}
+
+/// `|  [Strategy]SingleDeviceStrategy.training_step  \t|  0.0029583  \t|  256  \t| ...`: one
+/// action of Lightning's profiler table with its mean duration in seconds.
+pub fn profiler_row(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let mut cells = p.strip_prefix('|')?.split('|').map(str::trim);
+    let (action, mean) = (cells.next()?, cells.next()?);
+    if action == "Action" && mean == "Mean duration (s)" {
+        return Some(Format::Lightning);
+    }
+    let ms = match mean {
+        "-" if action == "Total" => return Some(Format::Lightning),
+        _ => num::number(mean)? * 1000.0,
+    };
+    let (kind, method) = match action.strip_prefix('[') {
+        Some(rest) => {
+            let (kind, call) = rest.split_once(']')?;
+            (kind, call.rsplit('.').next()?)
+        }
+        None if action.starts_with("run_training_") => return Some(Format::Lightning),
+        None => return None,
+    };
+    // Automatic optimization runs training_step and backward in optimizer_step's closure.
+    let phase = match (kind, method) {
+        ("_TrainingEpochLoop", "train_dataloader_next") => Phase::Part(Role::Data, None),
+        ("Strategy", "batch_to_device") => Phase::Part(Role::Copy, None),
+        ("Strategy", "training_step") => Phase::Part(Role::Forward, Some(Role::Optimizer)),
+        ("Strategy", "backward") => Phase::Part(Role::Backward, Some(Role::Optimizer)),
+        ("LightningModule", "optimizer_step") => Phase::Part(Role::Optimizer, None),
+        _ => Phase::Skip,
+    };
+    if let Phase::Part(role, inside) = phase {
+        out.push(Record::Stage(stage(action, ms, role, inside)));
+    }
+    Some(Format::Lightning)
 }
 
 /// A block for the parts among `parts`; nothing when no forward is timed (a block of startup
@@ -277,5 +325,53 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn lightning_profiler_rows() {
+        // Lightning 2.6 on CPU (fixtures/phase_timers/lightning_simple_profiler).
+        let mut out = Vec::new();
+        assert!(profiler_header("FIT Profiler Report", &mut out).is_some());
+        for row in [
+            "|  Action                                             \t|  Mean duration (s)\t|  Num calls      \t|  Total time (s) \t|  Percentage %   \t|",
+            "|  Total                                              \t|  -              \t|  7716           \t|  8.1074         \t|  100 %          \t|",
+            "|  run_training_epoch                                 \t|  4.0446         \t|  2              \t|  8.0892         \t|  99.775         \t|",
+            "|  [_TrainingEpochLoop].train_dataloader_next         \t|  0.019361       \t|  256            \t|  4.9564         \t|  61.134         \t|",
+            "|  [LightningModule]Net.optimizer_step                \t|  0.011257       \t|  256            \t|  2.8817         \t|  35.544         \t|",
+            "|  [Strategy]SingleDeviceStrategy.training_step       \t|  0.0029583      \t|  256            \t|  0.75731        \t|  9.341          \t|",
+            "|  [Callback]TQDMProgressBar.on_train_batch_end       \t|  0.00040001     \t|  256            \t|  0.1024         \t|  1.2631         \t|",
+        ] {
+            assert_eq!(
+                profiler_row(row, &mut out),
+                Some(Format::Lightning),
+                "{row}"
+            );
+        }
+        let got: Vec<(String, Role, Option<Role>)> = stages(&out)
+            .into_iter()
+            .map(|(n, r, _, i)| (n, r, i))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "[_TrainingEpochLoop].train_dataloader_next".into(),
+                    Role::Data,
+                    None
+                ),
+                (
+                    "[LightningModule]Net.optimizer_step".into(),
+                    Role::Optimizer,
+                    None
+                ),
+                (
+                    "[Strategy]SingleDeviceStrategy.training_step".into(),
+                    Role::Forward,
+                    Some(Role::Optimizer)
+                ),
+            ]
+        );
+        // A table of settings is not the profiler's.
+        assert!(profiler_row("| batch_size | 32 |", &mut out).is_none());
     }
 }
