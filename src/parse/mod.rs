@@ -34,8 +34,8 @@ pub struct LineInfo {
     pub format: Option<Format>,
     /// The format of another line glued onto the end of a progress bar, counted as well.
     pub glued: Option<Format>,
-    /// True for a line with no text at all, or only a rule (`-----`, `═══`), which is not
-    /// counted as unparsed.
+    /// True for a line with no text at all, only a rule (`-----`, `═══`), or NCCL's setup
+    /// chatter (`NCCL INFO Channel 00/32`): nothing to read, so not counted as unparsed.
     pub blank: bool,
     /// Set by the file's feed when the line's figures cannot be true (a step that goes back
     /// with no restart, an overflow): why. Such a line reaches no model and counts as rejected.
@@ -293,6 +293,11 @@ impl Parser {
             events::detect(payload, out);
         }
         info.glued = self.ctx.glued_format.take();
+        // NCCL's INFO lines (hundreds per rank at start-up) would hide the shapes a user could
+        // write a pattern for.
+        info.blank = info.format.is_none()
+            && out.len() == before
+            && memchr::memmem::find(payload.as_bytes(), b"NCCL INFO ").is_some();
         info
     }
 }

@@ -71,7 +71,10 @@ pub fn render(r: &Report) -> String {
             let name = match p.role {
                 "data" => "data loading".to_string(),
                 "forward" => "forward (timing log)".to_string(),
-                "unlogged" => "unlogged (backward, optimizer, sync)".to_string(),
+                "unlogged" => format!(
+                    "unlogged ({})",
+                    super::text::unlogged_words(&r.breakdown.parts)
+                ),
                 role => format!("{} ({role})", escape(&p.name)),
             };
             let value = p.ms.map_or("-".to_string(), ms);

@@ -192,11 +192,12 @@ fn breakdown(r: &Report, o: &mut String) {
         None => o.push_str("\nno step times in these logs: what they itemise\n"),
     }
     let b = &r.breakdown;
+    let unlogged = unlogged_words(&b.parts);
     for p in &b.parts {
         let why = match p.role {
             "data" => "waiting for the next batch",
             "forward" => "in the timing log",
-            "unlogged" => "backward, optimizer, sync",
+            "unlogged" => unlogged,
             _ => "itemised in the timing log",
         };
         // Shown before it is measured: an escape is wider than the character it stands for.
@@ -442,4 +443,16 @@ fn plural(n: usize) -> &'static str {
 fn bar(share: f64, width: usize) -> String {
     let n = (share.clamp(0.0, 1.0) * width as f64).round() as usize;
     "#".repeat(n)
+}
+/// What the unlogged time holds: the backward, optimizer and sync when no line times them,
+/// else whatever no line times (launches, Python, waits between the timed parts).
+pub(super) fn unlogged_words(parts: &[super::PartOut]) -> &'static str {
+    if parts
+        .iter()
+        .any(|p| matches!(p.role, "backward" | "optimizer"))
+    {
+        "what no timer covers"
+    } else {
+        "backward, optimizer, sync"
+    }
 }
