@@ -387,6 +387,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"max_iter"
         | b"total_iters"
         | b"num_training_steps"
+        | b"num_iterations"
         | b"train_steps" => TotalSteps,
         b"epoch" | b"ep" => Epoch,
         b"time" | b"step_time" | b"batch_time" | b"iter_time" => StepTime(Unit::S),
@@ -458,7 +459,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"accumulation_steps"
         | b"accum_steps" => GradAccum,
         b"seq_length" | b"seq_len" | b"sequence_length" | b"max_seq_length" | b"max_seq_len"
-        | b"block_size" | b"context_length" | b"sequence_length_t" => SeqLen,
+        | b"train_seq_len" | b"train_max_seq_len" | b"block_size" | b"context_length"
+        | b"sequence_length_t" => SeqLen,
         b"tokens_per_iteration_will_be"
         | b"tokens_per_iteration"
         | b"tokens_per_step"

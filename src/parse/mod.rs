@@ -74,6 +74,9 @@ pub struct Context {
     /// dict(`, `***** Running Evaluation *****`): an evaluation's batch size and workers are
     /// not the training's.
     pub(crate) section: Section,
+    /// A training script's own source is being printed (modded-nanogpt logs its script
+    /// first): its lines are code, read for configuration only, until a rule or a step line.
+    pub(crate) source: bool,
 }
 
 /// The part of a run the settings printed now belong to.
@@ -264,6 +267,8 @@ impl Parser {
 
     fn parse_text(&mut self, text: &str, out: &mut Vec<Record>) -> LineInfo {
         if text.trim().is_empty() || is_rule(text) {
+            // A dumped script ends where the log draws its rule (a rule of `#` is a comment).
+            self.ctx.source &= !is_rule(text) || text.trim_start().starts_with('#');
             return LineInfo {
                 blank: true,
                 ..LineInfo::default()
@@ -294,10 +299,11 @@ impl Parser {
         }
         info.glued = self.ctx.glued_format.take();
         // NCCL's INFO lines (hundreds per rank at start-up) would hide the shapes a user could
-        // write a pattern for.
+        // write a pattern for; a dumped script's code has nothing to read.
         info.blank = info.format.is_none()
             && out.len() == before
-            && memchr::memmem::find(payload.as_bytes(), b"NCCL INFO ").is_some();
+            && (self.ctx.source
+                || memchr::memmem::find(payload.as_bytes(), b"NCCL INFO ").is_some());
         info
     }
 }
@@ -385,8 +391,28 @@ fn is_rule(text: &str) -> bool {
     t.len() >= 3 && t.chars().all(|c| "-=_*~+#|─━═".contains(c))
 }
 
-/// Tries the formats in order of their cheapest distinguishing prefix.
+/// Reads a line of the log: a line of a dumped script as such, any other as its format.
 pub(crate) fn dispatch(
+    payload: &str,
+    logger: Option<&str>,
+    ctx: &mut Context,
+    out: &mut Vec<Record>,
+) -> Option<Format> {
+    let p = payload.trim_start();
+    // A log line never starts with Python's imports; a dumped script does.
+    if payload.len() == p.len()
+        && (p.starts_with("import ") || p.starts_with("from ") && p.contains(" import "))
+    {
+        ctx.source = true;
+    }
+    if ctx.source {
+        return source_line(payload, logger, ctx, out);
+    }
+    log_line(payload, logger, ctx, out)
+}
+
+/// Tries the formats in order of their cheapest distinguishing prefix.
+fn log_line(
     payload: &str,
     logger: Option<&str>,
     ctx: &mut Context,
@@ -475,6 +501,30 @@ pub(crate) fn dispatch(
         return Some(f);
     }
     generic(p, ctx, out)
+}
+
+/// A line of a training script's source printed into the log: a plain assignment of numbers
+/// is configuration (script.rs); any other code says nothing, however much it looks like a
+/// setting (`dtype=torch.float32` in a kernel, `grad_accum_steps = 8 // world_size`). A step
+/// line means the log proper has begun.
+fn source_line(
+    p: &str,
+    logger: Option<&str>,
+    ctx: &mut Context,
+    out: &mut Vec<Record>,
+) -> Option<Format> {
+    if let Some(f) = script::source_facts(p.trim(), out) {
+        return Some(f);
+    }
+    let (before, saved) = (out.len(), *ctx);
+    ctx.source = false;
+    let found = log_line(p, logger, ctx, out);
+    if out[before..].iter().any(|r| matches!(r, Record::Step(_))) {
+        return found;
+    }
+    out.truncate(before);
+    *ctx = saved;
+    None
 }
 
 /// A line in the generic key=value families: a step record when it carries at least two step
@@ -710,6 +760,70 @@ mod tests {
         // A step line is still a step line.
         let out = parse("step=20 loss=0.5 lr=1e-4");
         assert!(matches!(&out[..], [Record::Step(s)] if s.step == Some(20)));
+    }
+
+    #[test]
+    fn a_dumped_script_is_read_for_its_configuration_only() {
+        // Our own script in the shape of modded-nanogpt's logs, which print their source first.
+        let log = "import os
+import torch
+with open(sys.argv[0]) as f:
+    code = f.read() # read the code of this file ASAP, for logging
+########################################
+#  kernels
+########################################
+def scale(x, s):
+    return x.new_tensor(s, dtype=torch.float32, pin_memory=True)
+@dataclass
+class Hyperparameters:
+    train_batch_size: int = 2048 * 16 * 8
+    train_max_seq_len: int = 128 * 16
+    val_batch_size: int = 4 * 64 * 1024 * 8
+    num_iterations: int = 1500 # number of iterations to run
+    block_size: int = 128
+grad_accum_steps = 8 // world_size
+print0(f\"step:{step}/{train_steps} train_time:{training_time_ms:.0f}ms\")
+====================================================================================================
+Running PyTorch 2.9.0 compiled for CUDA 12.6
+====================================================================================================
+step:1/1500 train_time:473ms step_avg:472.96ms
+step:2/1500 train_time:494ms step_avg:246.81ms";
+        let mut parser = Parser::default();
+        let mut out = Vec::new();
+        let mut unparsed = 0;
+        for line in log.lines() {
+            let before = out.len();
+            let info = parser.parse(line.as_bytes(), &mut out);
+            if !info.blank && info.format.is_none() && out.len() == before {
+                unparsed += 1;
+            }
+        }
+        let facts: Vec<&ConfigFact> = out
+            .iter()
+            .filter_map(|r| match r {
+                Record::Config(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        // The dataclass's plain numbers; no dtype, pinning, accumulation or block from code.
+        assert_eq!(
+            facts,
+            vec![
+                &ConfigFact::TokensPerStep(262_144),
+                &ConfigFact::SeqLen(2048),
+                &ConfigFact::TotalSteps(1500),
+            ]
+        );
+        let steps: Vec<Option<u64>> = out
+            .iter()
+            .filter_map(|r| match r {
+                Record::Step(s) => Some(s.step),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(steps, vec![Some(1), Some(2)]);
+        // Code is not "not understood": only the log's own line after the script is.
+        assert_eq!(unparsed, 1);
     }
 
     #[test]

@@ -12,6 +12,9 @@ struct Assignment<'a> {
     name: &'a str,
     value: u64,
     comment: &'a str,
+    /// How many integers multiply, and the largest.
+    factors: u32,
+    longest: u64,
 }
 
 fn assignment(p: &str) -> Option<Assignment<'_>> {
@@ -28,25 +31,42 @@ fn assignment(p: &str) -> Option<Assignment<'_>> {
         return None;
     }
     let (expr, comment) = right.split_once('#').unwrap_or((right, ""));
-    let mut value: u64 = 1;
-    let mut factors = 0;
+    let (mut value, mut factors, mut longest) = (1u64, 0, 0);
     for factor in expr.split('*') {
         let f = factor.trim().replace('_', "");
         if f.is_empty() || !f.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        value = value.checked_mul(f.parse().ok()?)?;
+        let n: u64 = f.parse().ok()?;
+        value = value.checked_mul(n)?;
+        longest = longest.max(n);
         factors += 1;
     }
     (factors > 0).then_some(Assignment {
         name,
         value,
         comment: comment.trim(),
+        factors,
+        longest,
     })
 }
 
+/// An assignment in a script's source printed whole (`ctx.source`): as `facts`, but for names
+/// that mean other things in code (`block_size` is nanoGPT's context length in a config, but
+/// a kernel's or an attention mask's block in a script).
+pub fn source_facts(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+    let a = assignment(p)?;
+    let name = a.name.rsplit('.').next().unwrap_or(a.name);
+    if name.eq_ignore_ascii_case("block_size") {
+        return None;
+    }
+    facts(p, out)
+}
+
 /// The configuration fact an assignment states, if it states one: a batch whose comment says
-/// it counts tokens is the tokens of a step; one said to cover all devices is global.
+/// it counts tokens is the tokens of a step; one said to cover all devices is global. A batch
+/// written as a product with a factor of 256 or more (a sequence length) that comes to 65,536
+/// or more counts tokens: `2048 * 24 * 8` is 24 sequences of 2048 tokens on 8 GPUs.
 pub fn facts(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let a = assignment(p)?;
     let name = a.name.rsplit('.').next().unwrap_or(a.name);
@@ -59,7 +79,8 @@ pub fn facts(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let field = kv::lookup(name)?;
     let batch = matches!(field, Field::BatchSize | Field::GlobalBatch);
     let value = u32::try_from(a.value).ok();
-    let fact = if batch && comment.contains("token") {
+    let in_tokens = a.longest >= 256 && a.factors >= 2 && a.value >= 65_536;
+    let fact = if batch && (comment.contains("token") || in_tokens) {
         ConfigFact::TokensPerStep(a.value)
     } else if batch && (comment.contains("all devices") || comment.contains("global")) {
         ConfigFact::GlobalBatch(value?)

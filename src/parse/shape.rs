@@ -47,6 +47,7 @@ struct CtxKey {
     glued: Option<Format>,
     section: super::Section,
     record: bool,
+    source: bool,
 }
 
 impl CtxKey {
@@ -59,6 +60,7 @@ impl CtxKey {
             glued: c.glued_format,
             section: c.section,
             record: c.record_step.is_some(),
+            source: c.source,
         }
     }
 
@@ -68,6 +70,7 @@ impl CtxKey {
                 | u64::from(self.block) << 1
                 | (self.section as u64) << 2
                 | u64::from(self.record) << 62
+                | u64::from(self.source) << 61
                 | u64::from(self.since_cache) << 4,
             self.glued.map_or(0, |f| f as u64 + 1),
         );
