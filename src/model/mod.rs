@@ -554,11 +554,7 @@ impl Model {
                 continue;
             }
             let data = b.data_ms.filter(|_| !self.line_data_times);
-            let window = self.cfg.window_steps;
-            self.ranks
-                .entry(b.rank)
-                .or_insert_with(|| RankState::for_rank(window))
-                .push_times(b.time, b.step_ms, data);
+            self.rank_state(b.rank).push_times(b.time, b.step_ms, data);
             self.merged.push_times(b.time, b.step_ms, data);
         }
         // A data wait the timing blocks itemise for step lines that time the step alone.
@@ -567,13 +563,17 @@ impl Model {
                 continue;
             };
             self.basis.note_timed_data();
-            let window = self.cfg.window_steps;
-            self.ranks
-                .entry(b.rank)
-                .or_insert_with(|| RankState::for_rank(window))
-                .push_data(b.time, b.step_ms, data);
+            self.rank_state(b.rank).push_data(b.time, b.step_ms, data);
             self.merged.push_data(b.time, b.step_ms, data);
         }
+    }
+
+    /// Rank `rank`'s state, made when its first figure comes.
+    fn rank_state(&mut self, rank: u32) -> &mut RankState {
+        let window = self.cfg.window_steps;
+        self.ranks
+            .entry(rank)
+            .or_insert_with(|| RankState::for_rank(window))
     }
 
     /// Folds one hardware sample into the model; a GPU lost or back is an event.

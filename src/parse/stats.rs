@@ -299,19 +299,22 @@ mod tests {
         out
     }
 
+    fn caches(out: &[Record]) -> Vec<&CacheRecord> {
+        out.iter()
+            .filter_map(|r| match r {
+                Record::Cache(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn cache_counters_behind_a_tag() {
         let out = run(&[
             "[cache] items=374 hits=8245 misses=1755",
             "[SpikeDeblurDataset] hits=9245 misses=1855",
         ]);
-        let caches: Vec<&CacheRecord> = out
-            .iter()
-            .filter_map(|r| match r {
-                Record::Cache(c) => Some(c),
-                _ => None,
-            })
-            .collect();
+        let caches = caches(&out);
         assert_eq!(caches.len(), 2, "{out:?}");
         assert_eq!(
             (caches[0].items, caches[0].hits, caches[0].misses),
@@ -404,13 +407,7 @@ mod tests {
             "  - Hit Rate: 82.45% (8245 hits / 1755 misses)",
             "Cache hit rate: 45.2% (4520 hits / 5480 misses)",
         ]);
-        let caches: Vec<&CacheRecord> = out
-            .iter()
-            .filter_map(|r| match r {
-                Record::Cache(c) => Some(c),
-                _ => None,
-            })
-            .collect();
+        let caches = caches(&out);
         assert_eq!(caches.len(), 4);
         assert_eq!(caches[0].items, Some(374));
         assert_eq!(caches[1].memory_used_mb, Some(49876.3));
