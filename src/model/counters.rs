@@ -128,11 +128,10 @@ impl Counters {
         ) else {
             return;
         };
-        let own = match (self.smoothed, rec.smoothed) {
-            (Some((before, _, Some(was))), Smoothing::SinceStart)
-                if step >= before && position.is_some_and(|p| p >= was) =>
+        let own = match (self.smoothed, rec.smoothed, position) {
+            (Some((before, rate, Some(was))), Smoothing::SinceStart, Some(p))
+                if step >= before && p >= was =>
             {
-                let p = position.unwrap_or(was);
                 if p - was < (was / 4).max(1) {
                     // Within the stretch (the anchor stays), or a redraw of its step.
                     rec.iters_per_s = None;
@@ -140,14 +139,11 @@ impl Counters {
                     self.stretch_last = self.stretch_last.max(step);
                     return;
                 }
-                let rate = self.smoothed.map_or(printed, |(_, r, _)| r);
                 let x = (p as f64 * printed - was as f64 * rate) / (p - was) as f64;
-                let x = x.max(printed / 10.0);
-                self.stretch_ms = Some(x);
-                Some(x)
+                Some(x.max(printed / 10.0))
             }
-            (Some((before, ..)), _) if before == step => None,
-            (Some((before, rate, _)), Smoothing::Moving) if before + 1 == step => {
+            (Some((before, ..)), ..) if before == step => None,
+            (Some((before, rate, _)), Smoothing::Moving, _) if before + 1 == step => {
                 let x = (printed - (1.0 - TQDM_SMOOTHING) * rate) / TQDM_SMOOTHING;
                 // The printed rates are rounded: never less than a tenth of the rate.
                 Some(x.max(printed / 10.0))

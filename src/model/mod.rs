@@ -641,8 +641,7 @@ impl Model {
             let facts = StepFacts {
                 time: stamp.time,
                 step_ms,
-                data_ms: d.data_time_ms.unwrap_or(0.0),
-                has_data: d.data_time_ms.is_some(),
+                data_ms: d.data_time_ms,
             };
             self.stages.step(d.step, facts);
         }

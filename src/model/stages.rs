@@ -71,9 +71,8 @@ impl PartStats {
 pub struct StepFacts {
     pub time: f64,
     pub step_ms: f64,
-    pub data_ms: f64,
-    /// The step line gave a data time (`data_ms` is 0 when it did not).
-    pub has_data: bool,
+    /// The data time the step line gave, if it gave one.
+    pub data_ms: Option<f64>,
 }
 
 /// A step time a block's total gave (its total is the whole step), for the model to use when
@@ -205,22 +204,23 @@ impl Stages {
     /// repeated print), says nothing of a step: its lines are dropped.
     pub fn timer_block(&mut self, step: Option<u64>, timers: PhaseTimers, at: &Stamp) {
         self.close(at.source);
-        let mut steps = 0;
-        if timers == PhaseTimers::RunMeans {
-            steps = 1;
-        } else if let Some(step) = step {
-            let last = self.timer_steps.iter_mut().find(|(s, _)| *s == at.source);
-            steps = match timers {
-                PhaseTimers::SinceLastBlock => {
-                    step.saturating_sub(last.as_ref().map_or(0, |(_, l)| *l))
+        let steps = match (timers, step) {
+            (PhaseTimers::RunMeans, _) => 1,
+            (_, None) => 0,
+            (_, Some(step)) => {
+                let before = match self.timer_steps.iter_mut().find(|(s, _)| *s == at.source) {
+                    Some((_, last)) => std::mem::replace(last, step),
+                    None => {
+                        self.timer_steps.push((at.source, step));
+                        0
+                    }
+                };
+                match timers {
+                    PhaseTimers::SinceLastBlock => step.saturating_sub(before),
+                    PhaseTimers::PerStep | PhaseTimers::RunMeans => 1,
                 }
-                PhaseTimers::PerStep | PhaseTimers::RunMeans => 1,
-            };
-            match last {
-                Some((_, l)) => *l = step,
-                None => self.timer_steps.push((at.source, step)),
             }
-        }
+        };
         let mut b = block(step, at);
         b.steps = steps as f64;
         b.timers = Some(timers);
@@ -556,7 +556,7 @@ impl Stages {
             return;
         };
         if let (None, Some(f), Some(data_ms)) = (fig.step_ms, facts, fig.data_ms)
-            && !f.has_data
+            && f.data_ms.is_none()
         {
             self.matched_data.push(BlockStep {
                 step: None,
@@ -566,7 +566,7 @@ impl Stages {
                 data_ms: Some(data_ms),
             });
         }
-        let data = fig.data_ms.or(facts.map(|f| f.data_ms)).unwrap_or(0.0);
+        let data = fig.data_ms.or(facts.and_then(|f| f.data_ms)).unwrap_or(0.0);
         let unlogged = (step - data - fig.forward_ms.unwrap_or(0.0) - fig.other_ms).max(0.0);
         self.unlogged_ms.push(unlogged);
         self.recent_unlogged.push(time, unlogged);
@@ -713,8 +713,7 @@ mod tests {
             StepFacts {
                 time: 6.0,
                 step_ms: 6000.0,
-                data_ms: 0.0,
-                has_data: false,
+                data_ms: None,
             },
         );
         s.block_start(Some(1), &at(0));
@@ -734,8 +733,7 @@ mod tests {
             StepFacts {
                 time: 12.0,
                 step_ms: 6100.0,
-                data_ms: 100.0,
-                has_data: true,
+                data_ms: Some(100.0),
             },
         );
         assert_eq!(s.unlogged_ms.count(), 2);

@@ -45,7 +45,7 @@ pub fn assignments<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
 
 /// `global_batch_size ............. 80`: an argument dump's row, the key led to its value by
 /// dots (Megatron's, DeepSpeed's).
-fn dotted_row(s: &str) -> Option<(&str, &str)> {
+pub(crate) fn dotted_row(s: &str) -> Option<(&str, &str)> {
     let s = s.trim();
     let (key, rest) = s.split_once(" ...")?;
     let value = rest.trim_start_matches('.').trim_start_matches(':').trim();

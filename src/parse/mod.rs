@@ -266,9 +266,10 @@ impl Parser {
     }
 
     fn parse_text(&mut self, text: &str, out: &mut Vec<Record>) -> LineInfo {
-        if text.trim().is_empty() || is_rule(text) {
+        let rule = is_rule(text);
+        if rule || text.trim().is_empty() {
             // A dumped script ends where the log draws its rule (a rule of `#` is a comment).
-            self.ctx.source &= !is_rule(text) || text.trim_start().starts_with('#');
+            self.ctx.source &= !rule || text.trim_start().starts_with('#');
             return LineInfo {
                 blank: true,
                 ..LineInfo::default()
@@ -489,9 +490,7 @@ fn log_line(
         return eval(p, Format::Ultralytics, out);
     }
     // Megatron's timers, one a line: `forward-compute .....: (5424.15, 6285.74)`.
-    if p.contains("...:")
-        && let Some(f) = frameworks::across_ranks_line(p, out)
-    {
+    if let Some(f) = frameworks::across_ranks_line(p, out) {
         return Some(f);
     }
     if let Some(f) = stats::stats_line(p, indent, ctx, out) {

@@ -14,8 +14,8 @@
 //! that nothing counts twice; startup and checkpoint timers are not parts of a step.
 
 use crate::parse::labels::Role;
-use crate::parse::num;
 use crate::parse::record::{Format, PhaseTimers, Record, StageRecord};
+use crate::parse::{kv, num};
 
 /// What one timer measures of the step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,21 +81,29 @@ pub fn time_line(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     if pairs.iter().any(|(n, _)| n.ends_with("_microstep")) {
         return Some(Format::DeepSpeed);
     }
-    let deepspeed: Option<Vec<Phase>> = pairs.iter().map(|(n, _)| deepspeed_phase(n)).collect();
-    let (phases, timers, format) = match deepspeed {
-        Some(phases) => (phases, PhaseTimers::SinceLastBlock, Format::DeepSpeed),
-        None => (
-            pairs.iter().map(|(n, _)| megatron_phase(n)).collect(),
-            PhaseTimers::PerStep,
-            Format::Megatron,
-        ),
-    };
-    let parts: Vec<(&str, f64, Phase)> = pairs
+    // A line of DeepSpeed's names only is DeepSpeed's; any other is Megatron's.
+    let (phase_of, timers, format): (fn(&str) -> Phase, _, _) =
+        if pairs.iter().all(|(n, _)| deepspeed_phase(n).is_some()) {
+            let phase_of = |n: &str| deepspeed_phase(n).unwrap_or(Phase::Skip);
+            (phase_of, PhaseTimers::SinceLastBlock, Format::DeepSpeed)
+        } else {
+            (megatron_phase, PhaseTimers::PerStep, Format::Megatron)
+        };
+    // Nothing when no forward is timed (startup or checkpoint timers, or a log level that
+    // times the forward and backward only together).
+    if pairs
         .iter()
-        .zip(phases)
-        .map(|(&(n, ms), phase)| (n, ms, phase))
-        .collect();
-    emit(&parts, timers, out);
+        .all(|(n, _)| phase_of(n) != Phase::Part(Role::Forward, None))
+    {
+        return Some(format);
+    }
+    out.push(Record::StageBlockStart {
+        step: None,
+        timers: Some(timers),
+    });
+    for &(name, ms) in &pairs {
+        push_part(name, ms, phase_of(name), out);
+    }
     Some(format)
 }
 
@@ -114,24 +122,23 @@ pub fn across_ranks_header(p: &str, out: &mut Vec<Record>) -> Option<Format> {
 }
 
 /// `forward-compute ......: (5424.15, 6285.74)` or `forward-compute ......: 6285.74`: one
-/// timer of the block, at the slowest rank's time (the step waits for it).
+/// timer of the block, at the slowest rank's time (the step waits for it). The colon after
+/// the dots tells it from a row of the argument dump (`seq_length ...... 2048`).
 pub fn across_ranks_line(p: &str, out: &mut Vec<Record>) -> Option<Format> {
-    let (name, value) = p.split_once(" ...")?;
-    let value = value.trim_start_matches('.').strip_prefix(':')?.trim();
+    if !p.contains("...:") {
+        return None;
+    }
+    let (name, value) = kv::dotted_row(p)?;
     let slowest = match value.strip_prefix('(') {
         Some(pair) => pair.strip_suffix(')')?.rsplit(',').next()?,
         None => value,
     };
     let ms = num::number(slowest.trim())?;
-    let name = name.trim();
     let timer_name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_/".contains(c);
-    if name.is_empty() || !name.chars().all(timer_name) {
+    if !name.chars().all(timer_name) {
         return None;
     }
-    let phase = megatron_phase(name);
-    if let Phase::Part(role, inside) = phase {
-        out.push(Record::Stage(stage(name, ms, role, inside)));
-    }
+    push_part(name, ms, megatron_phase(name), out);
     Some(Format::Megatron)
 }
 
@@ -174,39 +181,22 @@ pub fn profiler_row(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         ("LightningModule", "optimizer_step") => Phase::Part(Role::Optimizer, None),
         _ => Phase::Skip,
     };
-    if let Phase::Part(role, inside) = phase {
-        out.push(Record::Stage(stage(action, ms, role, inside)));
-    }
+    push_part(action, ms, phase, out);
     Some(Format::Lightning)
 }
 
-/// A block for the parts among `parts`; nothing when no forward is timed (a block of startup
-/// or checkpoint timers, or a log level that times the forward and backward only together).
-fn emit(parts: &[(&str, f64, Phase)], timers: PhaseTimers, out: &mut Vec<Record>) {
-    let forward = |p: &&(&str, f64, Phase)| p.2 == Phase::Part(Role::Forward, None);
-    if !parts.iter().any(|p| forward(&p)) {
-        return;
-    }
-    out.push(Record::StageBlockStart {
-        step: None,
-        timers: Some(timers),
-    });
-    for &(name, ms, phase) in parts {
-        if let Phase::Part(role, inside) = phase {
-            out.push(Record::Stage(stage(name, ms, role, inside)));
-        }
-    }
-}
-
-fn stage(name: &str, ms: f64, role: Role, inside: Option<Role>) -> StageRecord {
-    StageRecord {
-        name: name.to_string(),
-        role,
-        ms,
-        share_pct: None,
-        depth: 0,
-        step: None,
-        inside,
+/// A timer's line of the block, when it is a part of the step.
+fn push_part(name: &str, ms: f64, phase: Phase, out: &mut Vec<Record>) {
+    if let Phase::Part(role, inside) = phase {
+        out.push(Record::Stage(StageRecord {
+            name: name.to_string(),
+            role,
+            ms,
+            share_pct: None,
+            depth: 0,
+            step: None,
+            inside,
+        }));
     }
 }
 
