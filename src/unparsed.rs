@@ -95,7 +95,10 @@ pub fn shape_of(text: &str) -> String {
         }
     }
     // Cut on a byte count: a multi-byte character cut in half is replaced, not split.
-    String::from_utf8_lossy(&out).trim_end().to_string()
+    let mut shape = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    shape.truncate(shape.trim_end().len());
+    shape
 }
 
 /// The first `n` characters of `s`.

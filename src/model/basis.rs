@@ -239,3 +239,15 @@ pub struct BasisOut {
     /// The global batch used for derived rates.
     pub batch: String,
 }
+
+impl BasisOut {
+    /// Each figure's name beside its basis, in the order every format prints them.
+    pub fn rows(&self) -> [(&'static str, &str); 4] {
+        [
+            ("step time", &self.step_time),
+            ("samples/s", &self.samples_per_s),
+            ("tokens/s", &self.tokens_per_s),
+            ("data share", &self.data_share),
+        ]
+    }
+}

@@ -366,6 +366,14 @@ impl RankState {
         (step > 0.0).then(|| self.paired_data_ms.recent.sum_last(n) / step)
     }
 
+    /// The run's mean step time: the training script's own running average where it prints
+    /// one (its measure may leave out warm-up steps the log never timed), else the mean of
+    /// the step times.
+    pub fn mean_step_ms(&self) -> Option<f64> {
+        self.logged_avg_step_ms
+            .or_else(|| self.step_time_ms.run.mean())
+    }
+
     /// Whether the run reached its planned last step.
     pub fn finished(&self) -> bool {
         self.total.zip(self.last_step).is_some_and(|(t, l)| l >= t)

@@ -31,6 +31,14 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
+    /// `steps 3..120`, or that its lines named no step.
+    pub fn steps_words(&self) -> String {
+        match (self.first_step, self.last_step) {
+            (Some(a), Some(b)) => format!("steps {a}..{b}"),
+            _ => "no step numbers".into(),
+        }
+    }
+
     /// The figures of `merged`, the run that ended.
     pub fn of(merged: &RankState, lines: (usize, u64, u64), alerts: u64) -> RunSummary {
         let (source, first_line, last_line) = lines;
@@ -41,9 +49,7 @@ impl RunSummary {
             first_step: merged.first_step,
             last_step: merged.last_step,
             steps: merged.records,
-            step_time_ms: merged
-                .logged_avg_step_ms
-                .or_else(|| merged.step_time_ms.run.mean()),
+            step_time_ms: merged.mean_step_ms(),
             samples_per_s: merged.samples_per_s.run.quantile(0.5),
             tokens_per_s: merged.tokens_per_s.run.quantile(0.5),
             loss_last: merged.loss_track.last,

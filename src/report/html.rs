@@ -119,13 +119,11 @@ fn header(o: &mut String, r: &Report) {
             .earlier_runs
             .iter()
             .map(|run| {
-                let steps = match (run.run.first_step, run.run.last_step) {
-                    (Some(a), Some(b)) => format!("steps {a}..{b}"),
-                    _ => "no step numbers".into(),
-                };
                 format!(
-                    "lines {}-{} ({steps})",
-                    run.run.first_line, run.run.last_line
+                    "lines {}-{} ({})",
+                    run.run.first_line,
+                    run.run.last_line,
+                    run.run.steps_words()
                 )
             })
             .collect();
@@ -135,15 +133,11 @@ fn header(o: &mut String, r: &Report) {
             esc(&runs.join(", "))
         );
     }
-    let b = &r.basis;
-    let _ = write!(
-        o,
-        "<details><summary>How the figures were read</summary><ul><li>step time: {}</li><li>samples/s: {}</li><li>tokens/s: {}</li><li>data share: {}</li></ul></details>",
-        esc(&b.step_time),
-        esc(&b.samples_per_s),
-        esc(&b.tokens_per_s),
-        esc(&b.data_share)
-    );
+    o.push_str("<details><summary>How the figures were read</summary><ul>");
+    for (label, text) in r.basis.rows() {
+        let _ = write!(o, "<li>{label}: {}</li>", esc(text));
+    }
+    o.push_str("</ul></details>");
     o.push_str("</header>\n");
 }
 

@@ -138,15 +138,10 @@ pub fn render(r: &Report) -> String {
             r.progress.eta_s.map(duration)
         },
     );
-    let b = &r.basis;
-    let _ = write!(
-        o,
-        "\n### How the figures were read\n\n- step time: {}\n- samples/s: {}\n- tokens/s: {}\n- data share: {}\n",
-        escape(&b.step_time),
-        escape(&b.samples_per_s),
-        escape(&b.tokens_per_s),
-        escape(&b.data_share)
-    );
+    o.push_str("\n### How the figures were read\n\n");
+    for (label, text) in r.basis.rows() {
+        let _ = writeln!(o, "- {label}: {}", escape(text));
+    }
     if !r.earlier_runs.is_empty() {
         o.push_str("\n### Earlier runs in the same file\n\nThis report covers the last run; these ended before it.\n\n| file | lines | steps | records | step time | last loss |\n|---|---|---|---:|---:|---:|\n");
         for run in &r.earlier_runs {

@@ -494,9 +494,7 @@ impl Report {
                 logged_eta_s: g.logged_eta_s,
             },
             step_time_ms: Quantiles::of(&g.step_time_ms.run).map(|q| Quantiles {
-                // The training script's own running average is the run's mean step time by
-                // its measure (it may leave out warm-up steps the log never timed).
-                mean: g.logged_avg_step_ms.unwrap_or(q.mean),
+                mean: g.mean_step_ms().unwrap_or(q.mean),
                 ..q
             }),
             data_time_ms: Quantiles::of(&g.data_time_ms.run),

@@ -302,12 +302,7 @@ fn throughput(r: &Report) -> String {
 fn basis(r: &Report, o: &mut String) {
     let b = &r.basis;
     o.push_str("figures from\n");
-    for (label, text) in [
-        ("step time", &b.step_time),
-        ("samples/s", &b.samples_per_s),
-        ("tokens/s", &b.tokens_per_s),
-        ("data share", &b.data_share),
-    ] {
+    for (label, text) in b.rows() {
         words(o, &format!("  {}", display::pad(label, 12)), 14, text);
     }
 }
@@ -324,10 +319,7 @@ fn earlier_runs(r: &Report, o: &mut String) {
         r.steps.first.map_or("-".into(), |s| s.to_string())
     );
     for run in &r.earlier_runs {
-        let steps = match (run.run.first_step, run.run.last_step) {
-            (Some(a), Some(b)) => format!("steps {a}..{b}"),
-            _ => "no step numbers".into(),
-        };
+        let steps = run.run.steps_words();
         let time = run.run.step_time_ms.map_or("-".into(), ms);
         let _ = writeln!(
             o,
