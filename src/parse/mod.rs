@@ -699,6 +699,24 @@ pub(crate) fn read_pairs(s: &str, rec: &mut StepRecord, seen: &mut kv::Collected
     });
 }
 
+/// A line whose figures are all plain pairs and that must name its step (detectron2,
+/// torchtitan): a step record of `format`, with `meaning` saying what the framework's figures
+/// are, or nothing.
+pub(crate) fn pairs_step(
+    p: &str,
+    format: Format,
+    meaning: fn(&mut StepRecord),
+    out: &mut Vec<Record>,
+) -> Option<Format> {
+    let mut rec = StepRecord::default();
+    let mut seen = kv::Collected::default();
+    read_pairs(p, &mut rec, &mut seen);
+    rec.step?;
+    meaning(&mut rec);
+    push_step(rec, &seen, p, out);
+    Some(format)
+}
+
 /// Appends a step record, and a non-finite event when a loss or grad norm was NaN or inf
 /// (after the step, so that the event belongs to it).
 pub(crate) fn push_step(rec: StepRecord, seen: &kv::Collected, text: &str, out: &mut Vec<Record>) {

@@ -1,20 +1,19 @@
 //! detectron2's CommonMetricPrinter: ` eta: 5:56:07  iter: 339  total_loss: 0.95 ... time: 0.2416
 //! last_time: 0.2381  data_time: 0.0091 ...  lr: 0.0067932  max_mem: 4212M`.
 
-use crate::parse::record::{Format, Record, StepRecord};
-use crate::parse::{kv, push_step, read_pairs};
+use crate::parse::pairs_step;
+use crate::parse::record::{Format, Record};
 
 /// `iter` is 0-based and kept as logged. `time` is the average over every iteration timed
 /// so far (the printer's `global_avg`): the step time shown, and the running average whose
 /// last value is the run's mean; `data_time` is the last 20 iterations' average.
 pub fn detectron2(p: &str, out: &mut Vec<Record>) -> Option<Format> {
-    let mut rec = StepRecord::default();
-    let mut seen = kv::Collected::default();
-    read_pairs(p, &mut rec, &mut seen);
-    rec.step?;
-    rec.avg_step_ms = rec.step_time_ms;
-    push_step(rec, &seen, p, out);
-    Some(Format::Detectron2)
+    pairs_step(
+        p,
+        Format::Detectron2,
+        |rec| rec.avg_step_ms = rec.step_time_ms,
+        out,
+    )
 }
 
 #[cfg(test)]

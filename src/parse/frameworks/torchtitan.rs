@@ -2,8 +2,8 @@
 //! tps: 7,282  tflops: 0.52  mfu: 0.17%` (older releases: `wps:` and no tflops), and the
 //! device mesh it builds (`pp=2, dp_replicate=1, dp_shard=2, cp=1, tp=2, ...`): its GPUs.
 
-use crate::parse::record::{ConfigFact, Format, Record, StepRecord};
-use crate::parse::{kv, num, push_step, read_pairs};
+use crate::parse::record::{ConfigFact, Format, Record};
+use crate::parse::{num, pairs_step};
 
 /// Every field is a plain pair; the memory unit and thousands separators are in the values.
 /// `tps` (and `wps`) count one device's tokens per second.
@@ -13,13 +13,12 @@ pub fn torchtitan(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     if !(p.contains("  loss:") && p.contains("memory:")) {
         return None;
     }
-    let mut rec = StepRecord::default();
-    let mut seen = kv::Collected::default();
-    read_pairs(p, &mut rec, &mut seen);
-    rec.step?;
-    rec.tokens_per_device = true;
-    push_step(rec, &seen, p, out);
-    Some(Format::Torchtitan)
+    pairs_step(
+        p,
+        Format::Torchtitan,
+        |rec| rec.tokens_per_device = true,
+        out,
+    )
 }
 
 /// `Building device mesh with parallelism: pp=2, dp_replicate=1, dp_shard=2, cp=1, tp=2,
