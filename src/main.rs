@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = steptop::cli::Cli::parse();
+    let cli = steptop::Cli::parse();
     match steptop::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ steptop::error::Error::Alerted(_)) => {
+        Err(e @ steptop::Error::Alerted(_)) => {
             eprintln!("steptop: {e}");
             ExitCode::from(e.exit_code())
         }

@@ -79,8 +79,8 @@ fn every_invalid_config_names_its_file_and_problem() {
 #[test]
 fn the_shipped_sample_config_is_the_defaults() {
     let path = root().join("fixtures/configs/valid/defaults.toml");
-    let cfg = steptop::config::Config::load(&path).unwrap();
-    let defaults = steptop::config::Config::default_checked();
+    let cfg = steptop::Config::load(&path).unwrap();
+    let defaults = steptop::Config::default_checked();
     assert_eq!(cfg.model, defaults.model);
     assert_eq!(cfg.poll_ms, defaults.poll_ms);
     assert_eq!(cfg.diagnose, defaults.diagnose);

@@ -220,26 +220,26 @@ fn report_points_separate_runs_to_compare() {
 #[test]
 fn a_baseline_ratio_reaches_status_lines_and_metrics() {
     use std::sync::Arc;
-    use steptop::diagnose::DiagnoseConfig;
-    use steptop::model::ModelConfig;
-    use steptop::monitor::Monitor;
+    use steptop::DiagnoseConfig;
+    use steptop::ModelConfig;
+    use steptop::Monitor;
     let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compare/batch_4_to_8");
-    let cfg = steptop::config::Config::default_checked();
+    let cfg = steptop::Config::default_checked();
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     m.baseline = Some(
-        steptop::compare::baseline::read("bs4".into(), &[case.join("bs4.log")], &cfg)
+        steptop::testing::read_baseline("bs4".into(), &[case.join("bs4.log")], &cfg)
             .expect("baseline"),
     );
     let bs8 = case.join("bs8.log");
-    steptop::replay::messages(&[bs8.as_path()], &Arc::default(), 0, &mut |msg, _| {
+    steptop::replay_messages(&[bs8.as_path()], &Arc::default(), 0, &mut |msg, _| {
         m.apply(msg);
     })
     .expect("replay");
-    let status = steptop::headless::line::Status::of(&m, 0.0);
+    let status = steptop::testing::Status::of(&m, 0.0);
     let r = status.vs_baseline.expect("a ratio");
     assert!((r - 29.12 / 29.81).abs() < 0.002, "{r}");
-    assert!(steptop::headless::line::status_text(&status).contains("-2% vs baseline"));
-    let text = steptop::metrics::exposition(&m, None);
+    assert!(steptop::testing::status_text(&status).contains("-2% vs baseline"));
+    let text = steptop::exposition(&m, None);
     let line = text
         .lines()
         .find(|l| l.starts_with("steptop_baseline_ratio{figure=\"samples_per_s\"}"))

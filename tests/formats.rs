@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-use steptop::feed::Feed;
-use steptop::parse::record::Record;
+use steptop::Feed;
+use steptop::Record;
 use toml::Value;
 
 /// Records of one physical line: (variant, fields as JSON, rank).
@@ -36,7 +36,7 @@ fn parse_fixture(dir: &Path) -> Parsed {
     let mut feed = Feed::new(0, &logs[0].display().to_string(), Arc::default());
     let mut by_line: BTreeMap<u64, LineRecords> = BTreeMap::new();
     let mut steps = 0;
-    steptop::source::read_records(&logs[0], &mut |line_no, raw| {
+    steptop::read_records(&logs[0], &mut |line_no, raw| {
         feed.line(line_no, raw, None, &mut |stamp, rec| {
             if matches!(rec, Record::Step(_)) {
                 steps += 1;

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use steptop::diagnose::DiagnoseConfig;
-use steptop::model::ModelConfig;
-use steptop::monitor::Monitor;
-use steptop::msg::Msg;
-use steptop::source::{FileStatus, FollowOptions, InputSpec};
+use steptop::DiagnoseConfig;
+use steptop::ModelConfig;
+use steptop::Monitor;
+use steptop::Msg;
+use steptop::{FileStatus, FollowOptions, InputSpec};
 
 /// Applies messages until `done` holds, failing after a few seconds.
 fn until(m: &mut Monitor, inbox: &Receiver<Msg>, what: &str, done: impl Fn(&Monitor) -> bool) {
@@ -28,9 +28,9 @@ fn until(m: &mut Monitor, inbox: &Receiver<Msg>, what: &str, done: impl Fn(&Moni
 /// Follows `path` on a source thread: its stop flag, inbox and handle.
 fn follow(path: &std::path::Path) -> (Arc<AtomicBool>, Receiver<Msg>, std::thread::JoinHandle<()>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, inbox) = steptop::msg::inbox();
+    let (tx, inbox) = steptop::inbox();
     let spec = InputSpec::parse(path.to_str().unwrap()).unwrap();
-    let source = steptop::follow::spawn(
+    let source = steptop::spawn_follow(
         vec![spec],
         FollowOptions::default(),
         Arc::default(),
@@ -88,8 +88,8 @@ fn history_then_appended_steps_reach_the_model() {
 #[test]
 fn a_follower_that_cannot_start_says_why() {
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, inbox) = steptop::msg::inbox();
-    let source = steptop::follow::spawn(
+    let (tx, inbox) = steptop::inbox();
+    let source = steptop::spawn_follow(
         Vec::new(),
         FollowOptions::default(),
         Arc::default(),
@@ -111,7 +111,7 @@ fn a_followed_log_places_yearless_times_in_the_current_year() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let today = steptop::units::clock(now);
+    let today = steptop::testing::units::clock(now);
     let (year, month, day) = (&today[..4], &today[5..7], &today[8..10]);
     let line = |step: u32| {
         format!(
@@ -132,7 +132,7 @@ fn a_followed_log_places_yearless_times_in_the_current_year() {
     let year_of_last = |m: &Monitor| {
         m.model
             .last_time
-            .map(|t| steptop::units::clock(t)[..4].to_string())
+            .map(|t| steptop::testing::units::clock(t)[..4].to_string())
     };
     until(&mut m, &inbox, "the history", Monitor::caught_up);
     assert_eq!(year_of_last(&m).as_deref(), Some(year));
@@ -156,12 +156,12 @@ fn a_followed_log_places_yearless_times_in_the_current_year() {
 /// while they come; once they stop, it is.
 #[test]
 fn step_prefixes_alone_keep_a_live_run_moving() {
-    let mut feed = steptop::feed::Feed::new(0, "train.log", Arc::default());
+    let mut feed = steptop::Feed::new(0, "train.log", Arc::default());
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     let t0 = 1.8e9;
     let header = "Dataset: 700 samples, cache 4.0 GB, num_workers=4, batch_size=16, steps=2500";
     m.apply(feed.message(1, header.as_bytes(), Some(t0)));
-    let reading = |i: u32| steptop::probe::Sample {
+    let reading = |i: u32| steptop::Sample {
         time: t0 + f64::from(i),
         ..Default::default()
     };

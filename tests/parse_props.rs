@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use steptop::feed::Feed;
-use steptop::model::{Model, ModelConfig};
-use steptop::parse::record::Record;
+use steptop::Feed;
+use steptop::Record;
+use steptop::{Model, ModelConfig};
 
 /// Bytes biased towards what logs are made of, so the parsers' deeper paths are reached.
 fn logish() -> impl Strategy<Value = Vec<u8>> {

@@ -3,10 +3,10 @@
 //! real runs' output, verbatim; the expected figures are computed here from the printed
 //! numbers by hand.
 
-use steptop::config::Config;
-use steptop::model::Model;
-use steptop::model::breakdown::Over;
-use steptop::report;
+use steptop::Config;
+use steptop::Model;
+use steptop::analyze;
+use steptop::testing::Over;
 
 /// The model `steptop report` builds from a log holding `text`.
 fn read(text: &str) -> Model {
@@ -14,7 +14,7 @@ fn read(text: &str) -> Model {
     let path = dir.path().join("train.log");
     std::fs::write(&path, text).unwrap();
     let cfg = Config::default_checked();
-    report::analyze(&[path], &cfg).unwrap().model
+    analyze(&[path], &cfg).unwrap().model
 }
 
 fn part(m: &Model, name: &str) -> Option<f64> {

@@ -8,17 +8,17 @@ use std::sync::Arc;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::Modifier;
 
-use steptop::diagnose::DiagnoseConfig;
-use steptop::model::ModelConfig;
-use steptop::monitor::Monitor;
-use steptop::msg::Msg;
-use steptop::probe::{HostReading, Sample};
-use steptop::theme::{Role, Theme};
-use steptop::ui::panes::View;
-use steptop::ui::state::UiState;
+use steptop::DiagnoseConfig;
+use steptop::ModelConfig;
+use steptop::Monitor;
+use steptop::Msg;
+use steptop::testing::UiState;
+use steptop::testing::View;
+use steptop::testing::{Role, Theme};
+use steptop::{HostReading, Sample};
+use steptop::{Key, KeyCode, Mods};
 
 fn monitor(files: &[&str]) -> Monitor {
     monitor_until(files, u64::MAX)
@@ -28,7 +28,7 @@ fn monitor(files: &[&str]) -> Monitor {
 fn monitor_until(files: &[&str], last: u64) -> Monitor {
     let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
     let paths: Vec<&Path> = files.iter().map(Path::new).collect();
-    steptop::replay::messages(&paths, &Arc::default(), 0, &mut |msg, _| {
+    steptop::replay_messages(&paths, &Arc::default(), 0, &mut |msg, _| {
         if m.model.merged.last_step.is_none_or(|s| s < last) {
             m.apply(msg);
         }
@@ -45,12 +45,12 @@ fn draw(m: &Monitor, ui: &UiState, theme: &Theme, w: u16, h: u16) -> Buffer {
         theme,
         step_age: None,
     };
-    t.draw(|f| steptop::ui::draw(f, &view)).unwrap();
+    t.draw(|f| steptop::testing::draw(f, &view)).unwrap();
     t.backend().buffer().clone()
 }
 
 /// One pane alone, at `w`x`h`, in the default theme.
-fn draw_pane(m: &Monitor, pane: steptop::ui::panes::Pane, w: u16, h: u16) -> Buffer {
+fn draw_pane(m: &Monitor, pane: steptop::testing::Pane, w: u16, h: u16) -> Buffer {
     let theme = default_theme();
     let ui = UiState::default();
     let view = View {
@@ -60,7 +60,7 @@ fn draw_pane(m: &Monitor, pane: steptop::ui::panes::Pane, w: u16, h: u16) -> Buf
         step_age: None,
     };
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| steptop::ui::panes::render(f, pane, f.area(), &view))
+    t.draw(|f| steptop::testing::render(f, pane, f.area(), &view))
         .unwrap();
     t.backend().buffer().clone()
 }
@@ -143,7 +143,7 @@ fn data_bound_run_names_the_bottleneck_in_the_crit_colour() {
     let verdict = m.diagnosis.verdict().expect("a verdict");
     assert_eq!(verdict.rule, "data_loading_bound");
     let (x, y) = find(&small, "●").expect("a verdict mark");
-    assert_eq!(verdict.severity, steptop::diagnose::Severity::Crit);
+    assert_eq!(verdict.severity, steptop::Severity::Crit);
     assert_eq!(small[(x, y)].style().fg, theme.style(Role::Crit).fg);
 }
 
@@ -241,17 +241,17 @@ fn help_overlay_and_a_zoomed_pane() {
     let m = monitor(&[&fixture("stage8_third", "timing.log")]);
     let theme = default_theme();
     let mut ui = UiState::default();
-    ui.apply(steptop::ui::action::Action::Help);
+    ui.apply(steptop::testing::Action::Help);
     let help = draw(&m, &ui, &theme, 80, 24);
     snapshot("help_80x24", &help);
-    for b in steptop::ui::action::KEYMAP {
+    for b in steptop::testing::KEYMAP {
         assert!(find(&help, b.help).is_some(), "help lacks '{}'", b.help);
     }
     let mut ui = UiState {
-        focus: steptop::ui::panes::Pane::Stages,
+        focus: steptop::testing::Pane::Stages,
         ..UiState::default()
     };
-    ui.apply(steptop::ui::action::Action::Zoom);
+    ui.apply(steptop::testing::Action::Zoom);
     let zoomed = draw(&m, &ui, &theme, 80, 24);
     snapshot("stages_zoomed_80x24", &zoomed);
     assert!(find(&zoomed, "Stage8").is_some());
@@ -262,7 +262,7 @@ fn alert_details_list_every_action() {
     let m = monitor_until(&[&fixture("data_loading_bound", "run.jsonl")], 200);
     let theme = default_theme();
     let mut ui = UiState::default();
-    ui.apply(steptop::ui::action::Action::AlertDetails);
+    ui.apply(steptop::testing::Action::AlertDetails);
     let buf = draw(&m, &ui, &theme, 100, 30);
     snapshot("details_100x30", &buf);
     let verdict = m.diagnosis.verdict().unwrap();
@@ -286,7 +286,7 @@ fn a_hostile_log_line_reaches_the_screen_without_its_escapes() {
     .unwrap();
     let m = monitor(&[path.to_str().unwrap()]);
     let ui = UiState {
-        focus: steptop::ui::panes::Pane::Log,
+        focus: steptop::testing::Pane::Log,
         ..UiState::default()
     };
     let buf = draw(&m, &ui, &default_theme(), 80, 24);
@@ -304,7 +304,7 @@ fn keys_change_the_screen_not_the_model() {
     let theme = default_theme();
     let mut ui = UiState::default();
     for code in [KeyCode::Tab, KeyCode::Tab, KeyCode::Tab, KeyCode::Char('+')] {
-        ui.key(&KeyEvent::new(code, KeyModifiers::NONE));
+        ui.key(&Key::new(code, Mods::NONE));
     }
     let buf = draw(&m, &ui, &theme, 80, 24);
     // The third Tab focuses the stages, which take the left slot at 80x24.
@@ -320,7 +320,7 @@ fn keys_change_the_screen_not_the_model() {
 #[test]
 fn every_theme_draws_and_mono_has_no_colour() {
     let m = monitor_until(&[&fixture("data_loading_bound", "run.jsonl")], 200);
-    for (name, _) in steptop::theme::BUILTIN {
+    for (name, _) in steptop::testing::BUILTIN {
         let theme = Theme::load(name).unwrap();
         let buf = draw(&m, &UiState::default(), &theme, 80, 24);
         if name == "mono" {
@@ -340,7 +340,7 @@ fn every_theme_draws_and_mono_has_no_colour() {
 fn the_readme_lists_every_key() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for b in steptop::ui::action::bindings(true) {
+    for b in steptop::testing::bindings(true) {
         assert!(
             readme.contains(&format!(" | {} |\n", b.help)),
             "README's key table lacks '{}'",
@@ -359,7 +359,7 @@ fn the_breakdown_bar_splits_the_step_by_its_shares() {
         .collect();
     std::fs::write(&path, lines).unwrap();
     let m = monitor(&[path.to_str().unwrap()]);
-    let buf = &draw_pane(&m, steptop::ui::panes::Pane::Breakdown, 40, 3);
+    let buf = &draw_pane(&m, steptop::testing::Pane::Breakdown, 40, 3);
     let bar: String = (0..40).map(|x| buf[(x, 1)].symbol().to_string()).collect();
     assert_eq!(bar, format!("{}{}", "█".repeat(10), "▓".repeat(30)));
     let theme = default_theme();
@@ -421,7 +421,7 @@ fn stage_columns_line_up_by_cells_with_chinese_names() {
         .collect();
     std::fs::write(&path, log).unwrap();
     let m = monitor(&[path.to_str().unwrap()]);
-    let buf = &draw_pane(&m, steptop::ui::panes::Pane::Stages, 60, 6);
+    let buf = &draw_pane(&m, steptop::testing::Pane::Stages, 60, 6);
     // Rows 2..5 are the three stages; each share ends with `%` in the same cell.
     let ends: Vec<Option<u16>> = (2..5)
         .map(|y| (0..60).rev().find(|&x| buf[(x, y)].symbol() == "%"))
@@ -455,7 +455,7 @@ fn the_header_gives_the_ranks_spread_and_the_slowest() {
 #[test]
 fn a_baseline_shows_beside_the_live_figures() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compare");
-    let cfg = steptop::config::Config::default_checked();
+    let cfg = steptop::Config::default_checked();
     let baseline = |run: &str| {
         let dir = root.join(run);
         let paths: Vec<std::path::PathBuf> = if dir.is_dir() {
@@ -463,7 +463,7 @@ fn a_baseline_shows_beside_the_live_figures() {
         } else {
             vec![dir]
         };
-        steptop::compare::baseline::read("before".into(), &paths, &cfg).expect("reads")
+        steptop::testing::read_baseline("before".into(), &paths, &cfg).expect("reads")
     };
     let theme = default_theme();
     let ui = UiState::default();
@@ -481,7 +481,7 @@ fn a_baseline_shows_beside_the_live_figures() {
     assert!(screen.contains("baseline"), "{screen}");
     // At 80x24 the stages take the left pane when focused.
     let mut focused = ui.clone();
-    focused.focus = steptop::ui::panes::Pane::Stages;
+    focused.focus = steptop::testing::Pane::Stages;
     let small = draw(&m, &focused, &theme, 80, 24);
     snapshot("baseline_stages_80x24", &small);
     assert!(text(&small).contains(" 278 -46%"), "{}", text(&small));
@@ -532,9 +532,9 @@ fn tokens_and_mfu_reach_every_sink() {
     let header = screen.lines().take(2).collect::<Vec<_>>().join("\n");
     assert!(header.contains(" tokens/s"), "{header}");
     assert!(header.contains("MFU 3"), "{header}");
-    let status = steptop::headless::line::Status::of(&m, 0.0);
+    let status = steptop::testing::Status::of(&m, 0.0);
     assert!(status.tokens_per_s.is_some_and(|t| t > 100_000.0));
-    let exposition = steptop::metrics::exposition(&m, None);
+    let exposition = steptop::exposition(&m, None);
     assert!(
         exposition
             .lines()

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value as Json;
-use steptop::display::{self, Tabs};
-use steptop::units::{ms, pct};
+use steptop::testing::display::{self, Tabs};
+use steptop::testing::units::{ms, pct};
 
 fn report(args: &[PathBuf], format: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))

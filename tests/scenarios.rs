@@ -222,7 +222,7 @@ fn every_scenario_reports_as_expected() {
             }
         }
     }
-    for rule in steptop::diagnose::rules::RULES {
+    for rule in steptop::testing::RULES {
         if !covered.iter().any(|c| c == rule.id) {
             failures.push(format!(
                 "{}: no scenario expects it with its severity, first step, evidence and whether it clears",

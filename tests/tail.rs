@@ -12,9 +12,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use steptop::source::{
+use steptop::{
     FILES_FOLLOWED, FileStatus, FollowOptions, InputSpec, LineSplitter, MAX_RECORD_BYTES,
-    TailEvent, follow, read_records,
+    TailEvent, read_records, tail,
 };
 
 /// Generous, because CI machines are slow; a passing test never waits this long.
@@ -47,7 +47,7 @@ impl Follower {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
-            follow(&specs, &opts, &stop_flag, &mut |event| {
+            tail(&specs, &opts, &stop_flag, &mut |event| {
                 let owned = match event {
                     TailEvent::Opened { file, path } => Ev::Opened(file, path.to_path_buf()),
                     TailEvent::Status { file, status, .. } => Ev::Status(file, status.clone()),
@@ -585,7 +585,7 @@ fn a_break_from_the_sink_ends_follow() {
     let spec = InputSpec::parse(log.to_str().unwrap()).unwrap();
     let stop = AtomicBool::new(false);
     let mut got = 0;
-    let result = follow(&[spec], &fast(), &stop, &mut |event| match event {
+    let result = tail(&[spec], &fast(), &stop, &mut |event| match event {
         TailEvent::Record { .. } => {
             got += 1;
             ControlFlow::Break(())
@@ -599,7 +599,7 @@ fn a_break_from_the_sink_ends_follow() {
 #[test]
 fn follow_without_inputs_is_an_error() {
     let stop = AtomicBool::new(false);
-    assert!(follow(&[], &fast(), &stop, &mut |_| ControlFlow::Continue(())).is_err());
+    assert!(tail(&[], &fast(), &stop, &mut |_| ControlFlow::Continue(())).is_err());
 }
 
 /// The splitter's specification, one byte at a time.

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use steptop::feed::Feed;
-use steptop::model::breakdown::Over;
-use steptop::model::{Model, ModelConfig};
+use steptop::Feed;
+use steptop::testing::Over;
+use steptop::{Model, ModelConfig};
 
 struct Variant {
     name: &'static str,

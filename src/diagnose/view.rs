@@ -7,9 +7,9 @@ use std::cell::OnceCell;
 use super::params::DiagnoseConfig;
 use super::{Finding, Severity};
 use crate::model::breakdown::{Breakdown, Over};
+use crate::model::sample::{GpuReading, HostReading, Sample, TrainerReading};
 use crate::model::{LogMemory, Model};
 use crate::parse::record::HostMemRecord;
-use crate::sample::{GpuReading, HostReading, Sample, TrainerReading};
 
 /// The model as the rules see it, for one evaluation: the signals several rules read are
 /// computed once.

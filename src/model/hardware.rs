@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::window::{RunStats, Series};
-use crate::sample::Sample;
+use crate::model::sample::Sample;
 
 /// Samples kept for the diagnosis's time windows: the last ten minutes, at most this many.
 const RECENT_SAMPLES: usize = 600;
@@ -200,7 +200,7 @@ fn push(stats: &mut RunStats, v: Option<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::GpuReading;
+    use crate::model::sample::GpuReading;
 
     fn sample(util: u32, failed: bool) -> Sample {
         Sample {
@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn the_node_curves_count_each_physical_gpu_once() {
-        use crate::sample::Mig;
+        use crate::model::sample::Mig;
         let mut h = Hardware::default();
         let gpu = |index, mig, util, power, mem| GpuReading {
             index,

@@ -8,17 +8,21 @@ pub mod breakdown;
 pub mod cache;
 pub mod counters;
 pub mod hardware;
+pub mod log_lines;
 pub mod ranks;
 pub mod run;
 pub mod runs;
+pub mod sample;
+pub mod source_stats;
 pub mod stages;
 pub mod timeline;
 pub mod timing;
+pub mod unparsed;
 pub mod window;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use crate::loglines::{LineKind, LogLines};
+use crate::model::log_lines::{LineKind, LogLines};
 use crate::parse::record::{
     ConfigFact, Counter, EventKind, HostMemRecord, PhaseTimers, Record, StepRecord, SummaryRecord,
 };
@@ -577,7 +581,7 @@ impl Model {
     }
 
     /// Folds one hardware sample into the model; a GPU lost or back is an event.
-    pub fn apply_sample(&mut self, sample: crate::sample::Sample) {
+    pub fn apply_sample(&mut self, sample: crate::model::sample::Sample) {
         let time = sample.time;
         for change in self.hardware.apply(sample) {
             let (kind, text) = match change {

@@ -207,6 +207,7 @@ impl Parser {
     }
 
     /// Lines read from the shape memo rather than parsed in full.
+    #[cfg(test)]
     pub fn memo_hits(&self) -> u64 {
         self.shapes.served()
     }

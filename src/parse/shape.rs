@@ -444,6 +444,7 @@ pub(crate) enum Lookup<'a> {
 }
 
 impl Shapes {
+    #[cfg(test)]
     pub(crate) fn served(&self) -> u64 {
         self.served
     }
@@ -821,8 +822,8 @@ impl Hasher for Premixed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::LineSplitter;
     use crate::parse::Parser;
-    use crate::source::LineSplitter;
 
     /// Every fixture log (the garbage one too) as records the way the tail cuts them.
     fn fixture_records() -> Vec<Vec<u8>> {

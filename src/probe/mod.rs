@@ -9,7 +9,7 @@ pub mod process;
 pub mod sampler;
 pub mod trainer;
 
-pub use crate::sample::{
+pub use crate::model::sample::{
     GpuProcess, GpuReading, HostReading, Mig, Sample, TrainerReading, WorkerReading,
 };
 pub use sampler::{Sampler, SamplerOptions, spawn};

@@ -16,7 +16,7 @@ use super::gpu::{self, GpuProbe};
 use super::host::HostProbe;
 use super::process::TreeProbe;
 use super::{GpuReading, Sample, TrainerReading, trainer};
-use crate::msg::{Msg, unix_now};
+use crate::monitor::msg::{Msg, unix_now};
 
 /// What to read, and how often.
 #[derive(Clone, Debug)]
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn the_thread_sends_samples_at_its_interval_and_stops_when_the_inbox_closes() {
-        let (tx, rx) = crate::msg::inbox();
+        let (tx, rx) = crate::monitor::msg::inbox();
         let opts = SamplerOptions {
             interval: Duration::from_millis(20),
             ..SamplerOptions::default()

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use steptop::diagnose::DiagnoseConfig;
-use steptop::model::ModelConfig;
-use steptop::monitor::Monitor;
-use steptop::source::{FollowOptions, InputSpec};
+use steptop::DiagnoseConfig;
+use steptop::ModelConfig;
+use steptop::Monitor;
+use steptop::{FollowOptions, InputSpec};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -78,8 +78,8 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
         Arc::new((0..run.lines).map(|_| AtomicU64::new(0)).collect());
     let ready = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let (inbox_tx, inbox) = steptop::msg::inbox();
-    let source = steptop::follow::spawn(
+    let (inbox_tx, inbox) = steptop::inbox();
+    let source = steptop::spawn_follow(
         vec![spec],
         run.opts.clone(),
         Arc::default(),

@@ -9,8 +9,8 @@ use std::time::Instant;
 fn main() {
     let recording =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/worker_cache_blowup/run.jsonl");
-    let mut mon = steptop::monitor::Monitor::new(Default::default(), Default::default());
-    steptop::replay::messages(
+    let mut mon = steptop::Monitor::new(Default::default(), Default::default());
+    steptop::replay_messages(
         &[recording.as_path()],
         &Default::default(),
         0,
@@ -23,7 +23,7 @@ fn main() {
     let mut bytes = 0;
     for _ in 0..500 {
         let t = Instant::now();
-        let text = steptop::metrics::exposition(&mon, Some("node1"));
+        let text = steptop::exposition(&mon, Some("node1"));
         micros.push(t.elapsed().as_secs_f64() * 1e6);
         bytes = text.len();
     }
@@ -39,10 +39,10 @@ fn main() {
         micros[250], micros[475]
     );
 
-    let endpoint = steptop::metrics::Endpoint::new(Some("node1"));
+    let endpoint = steptop::Endpoint::new(Some("node1"));
     endpoint.publish(&mon);
-    let addr = steptop::metrics::server::serve("127.0.0.1:0".parse().expect("addr"), endpoint)
-        .expect("listen");
+    let addr =
+        steptop::serve_metrics("127.0.0.1:0".parse().expect("addr"), endpoint).expect("listen");
     let mut scrape = Vec::new();
     for _ in 0..200 {
         let t = Instant::now();

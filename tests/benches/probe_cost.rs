@@ -13,9 +13,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use steptop::probe::gpu::GpuProbe;
-use steptop::probe::gpu::select::CudaEnv;
-use steptop::probe::{Sampler, SamplerOptions};
+use steptop::testing::CudaEnv;
+use steptop::testing::GpuProbe;
+use steptop::{Sampler, SamplerOptions};
 
 const GPUS: u32 = 8;
 
@@ -78,7 +78,7 @@ fn scenario(more: &str) -> String {
 
 /// steptop's side of each NVML call, through the fake library: mean and worst per call.
 fn nvml_calls() {
-    let nvml = steptop::probe::gpu::open().expect("the fake NVML opens");
+    let nvml = steptop::testing::open_nvml().expect("the fake NVML opens");
     let mut probe = GpuProbe::new(&nvml, None, false, &CudaEnv::default()).expect("GPUs");
     let mut wall: Vec<Duration> = (0..SAMPLES)
         .map(|i| {
@@ -110,7 +110,7 @@ fn nvml_calls() {
 /// A reading's wall time when the PCIe counters take 20 ms, as a real driver's may: the first
 /// reading pays for them, later fast ones do not.
 fn slow_counters() {
-    let nvml = steptop::probe::gpu::open().expect("the fake NVML opens");
+    let nvml = steptop::testing::open_nvml().expect("the fake NVML opens");
     let mut probe = GpuProbe::new(&nvml, None, false, &CudaEnv::default()).expect("GPUs");
     let wall: Vec<Duration> = (0..10)
         .map(|i| {
@@ -153,7 +153,7 @@ fn discovery_scan(trainer: &support::FakeTrainer) -> (f64, usize) {
     let mut us: Vec<f64> = (0..20)
         .map(|_| {
             let before = thread_cpu_ns();
-            let found = steptop::probe::trainer::by_log_writer(root, &logs);
+            let found = steptop::testing::by_log_writer(root, &logs);
             assert!(found.is_none(), "nobody writes this log");
             (thread_cpu_ns() - before) as f64 / 1000.0
         })

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use steptop::config::Config;
-use steptop::feed::Feed;
-use steptop::model::Model;
-use steptop::monitor::Monitor;
-use steptop::msg::Msg;
+use steptop::Config;
+use steptop::Feed;
+use steptop::Model;
+use steptop::Monitor;
+use steptop::Msg;
 
 fn main() {
     let mb: u64 = std::env::var("STEPTOP_BENCH_MB")
@@ -47,16 +47,16 @@ fn main() {
     };
     let gb = bytes as f64 / 1e9;
     let reading = cpu(&mut || {
-        steptop::source::read_records(&path, &mut |_, _| {}).expect("read");
+        steptop::read_records(&path, &mut |_, _| {}).expect("read");
     });
     let parsing = cpu(&mut || {
         let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-        steptop::ingest::read_file(&path, &mut feed, &mut drop).expect("read");
+        steptop::read_file(&path, &mut feed, &mut drop).expect("read");
     });
     let model = cpu(&mut || {
         let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
         let mut model = Model::new(cfg.model);
-        steptop::ingest::read_file(&path, &mut feed, &mut |lines| {
+        steptop::read_file(&path, &mut feed, &mut |lines| {
             let mut records = lines.records.into_iter();
             for head in &lines.heads {
                 for rec in records.by_ref().take(head.records as usize) {
@@ -68,7 +68,7 @@ fn main() {
         model.finish();
     });
     let full = cpu(&mut || {
-        steptop::report::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
+        steptop::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
     });
     println!(
         "  CPU-seconds per GB: reading {:.2}, parsing {:.2}, model {:.2}, diagnosis {:.2} (all: {:.2})",
@@ -165,12 +165,12 @@ fn median_of(runs: usize, mut f: impl FnMut() -> Option<f64>) -> Option<f64> {
 /// What the live view does with a file that is already written: its source thread reads the
 /// history into the inbox and the monitor takes it, until the file is caught up.
 fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
-    let (tx, inbox) = steptop::msg::inbox();
+    let (tx, inbox) = steptop::inbox();
     let stop = Arc::new(AtomicBool::new(false));
-    let input = steptop::source::InputSpec::File(path.to_path_buf());
-    let follower = steptop::follow::spawn(
+    let input = steptop::InputSpec::File(path.to_path_buf());
+    let follower = steptop::spawn_follow(
         vec![input],
-        steptop::source::FollowOptions::default(),
+        steptop::FollowOptions::default(),
         cfg.patterns.clone(),
         stop.clone(),
         tx,

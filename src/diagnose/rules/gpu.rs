@@ -54,7 +54,7 @@ fn gpu_starved(v: &View, k: &Knobs) -> Option<Finding> {
         || "the GPU waits on the training process's Python thread",
     );
     if let Some(pw) = power {
-        let own = |f: fn(&crate::sample::GpuReading) -> Option<f64>| {
+        let own = |f: fn(&crate::model::sample::GpuReading) -> Option<f64>| {
             v.gpu_mean(|g| g.power_is_its_own().then(|| f(g))?)
                 .unwrap_or(0.0)
         };
@@ -257,14 +257,14 @@ const SLOWDOWNS: [&str; 4] = [
 const BENIGN: [&str; 2] = ["gpu_idle", "sw_power_cap"];
 
 /// Whether a reading's clocks are held by something other than the power cap or idleness.
-fn held_for_a_reason(g: &crate::sample::GpuReading) -> bool {
+fn held_for_a_reason(g: &crate::model::sample::GpuReading) -> bool {
     g.throttle
         .as_ref()
         .is_some_and(|t| t.iter().any(|r| !BENIGN.contains(&r.as_str())))
 }
 
 fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
-    let readings: Vec<&crate::sample::GpuReading> = v
+    let readings: Vec<&crate::model::sample::GpuReading> = v
         .samples()
         .flat_map(|s| s.gpus.iter())
         .filter(|g| g.failed.is_none())
@@ -272,7 +272,7 @@ fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
     if readings.is_empty() {
         return None;
     }
-    let has = |g: &crate::sample::GpuReading, r: &str| {
+    let has = |g: &crate::model::sample::GpuReading, r: &str| {
         g.throttle
             .as_ref()
             .is_some_and(|t| t.iter().any(|x| x == r))
@@ -291,7 +291,7 @@ fn gpu_throttling(v: &View, k: &Knobs) -> Option<Finding> {
     // GeForce card's max boost (3090 MHz on an RTX 5090) is one it rarely holds under load,
     // and it has no applications clock, so there only the reasons speak. A low clock counts
     // only while something other than the power cap holds it.
-    let busy: Vec<&&crate::sample::GpuReading> = readings
+    let busy: Vec<&&crate::model::sample::GpuReading> = readings
         .iter()
         .filter(|g| {
             g.util_pct

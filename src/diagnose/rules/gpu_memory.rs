@@ -4,7 +4,7 @@ use super::{Rule, View, gib, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::view::fit;
 use crate::diagnose::{Finding, Severity};
-use crate::sample::GpuReading;
+use crate::model::sample::GpuReading;
 
 pub const GPU_MEMORY_PRESSURE: Rule = Rule {
     id: "gpu_memory_pressure",
@@ -53,7 +53,7 @@ fn gpu_memory_pressure(v: &View, k: &Knobs) -> Option<Finding> {
 
 /// GPU memory the log prints (`max_mem: 4212M`, `memory: 15.2G`) against the GPU's size,
 /// when the driver gives the size but not the use (an old driver, a MIG slice).
-fn logged_pressure(v: &View, k: &Knobs, latest: &crate::sample::Sample) -> Option<Finding> {
+fn logged_pressure(v: &View, k: &Knobs, latest: &crate::model::sample::Sample) -> Option<Finding> {
     let total = latest
         .gpus
         .iter()

@@ -2,10 +2,10 @@
 //! CPUs), and the sample cache.
 
 use super::{Rule, View, grade, p, pct};
+use crate::common::units::count;
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::labels::Role;
-use crate::units::count;
 
 pub const DATA_LOADING_BOUND: Rule = Rule {
     id: "data_loading_bound",

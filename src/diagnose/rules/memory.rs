@@ -2,11 +2,11 @@
 //! copy of what they should share.
 
 use super::{Rule, View, gib, grade, p, pct};
+use crate::common::units::count;
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::model::LogMemory;
 use crate::parse::record::EventKind;
-use crate::units::count;
 
 pub const HOST_MEMORY_PRESSURE: Rule = Rule {
     id: "host_memory_pressure",

@@ -406,16 +406,17 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
             .collect();
     let rank = odd_one(&ranks, |a, b| a > b).filter(|(_, x, med)| *x >= k.get("ratio") * med);
     // Per GPU of the latest reading, the window's mean of `f`.
-    let gpus = |f: &dyn Fn(&crate::sample::GpuReading) -> Option<f64>| -> Vec<(String, f64)> {
-        let latest = v.latest().map_or(&[][..], |s| &s.gpus[..]);
-        latest
-            .iter()
-            .filter_map(|g| {
-                let mean = v.gpu_mean(|r| if r.key() == g.key() { f(r) } else { None })?;
-                Some((g.label(), mean))
-            })
-            .collect()
-    };
+    let gpus =
+        |f: &dyn Fn(&crate::model::sample::GpuReading) -> Option<f64>| -> Vec<(String, f64)> {
+            let latest = v.latest().map_or(&[][..], |s| &s.gpus[..]);
+            latest
+                .iter()
+                .filter_map(|g| {
+                    let mean = v.gpu_mean(|r| if r.key() == g.key() { f(r) } else { None })?;
+                    Some((g.label(), mean))
+                })
+                .collect()
+        };
     let util = odd_one(&gpus(&|g| g.util_pct.map(f64::from)), |a, b| a < b)
         .filter(|(_, x, med)| med - x >= k.get("util-gap") && *med >= 50.0);
     let clock = odd_one(

@@ -1,0 +1,84 @@
+//! One file per subcommand, each building its inputs, its monitor and its sink from the
+//! parsed arguments (`cli`); `lib.rs` only chooses among them. `sink` is the live view or
+//! headless lines that `live` and `replay` share; the helpers below find the inputs, the
+//! config and stdout for all of them.
+
+pub mod cli;
+pub mod compare;
+pub mod config;
+pub mod generated;
+pub mod live;
+pub mod probe;
+pub mod replay;
+pub mod report;
+mod sink;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::common::error::Error;
+use crate::input::InputSpec;
+use crate::settings::config::Config;
+use crate::settings::user_files;
+
+/// `--config FILE`, else the file the environment names (`user_files`), else the defaults.
+pub(super) fn load_config(path: Option<&std::path::Path>) -> Result<Config, Error> {
+    user_files::load_config(path, &user_files::Env::from_env())
+}
+
+/// The files of one run: a directory's files, else the file or glob's matches.
+pub(super) fn run_paths(run: &str) -> Result<Vec<PathBuf>, Error> {
+    let path = Path::new(run);
+    if !path.is_dir() {
+        return expand_inputs(&[run.to_string()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| Error::Runtime(format!("'{run}': {e}")))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::Runtime(format!("'{run}': a directory with no file")));
+    }
+    Ok(files)
+}
+
+/// A run's name when none is given: its file or directory name.
+pub(super) fn run_label(run: &str) -> String {
+    Path::new(run)
+        .file_name()
+        .map_or_else(|| run.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Paths and globs to the files that exist now, in the order given; a missing file or a glob
+/// that matches nothing is an error naming it (report reads what is there; following waits).
+pub(super) fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
+    let mut paths = Vec::new();
+    for input in inputs {
+        let spec = InputSpec::parse(input).map_err(Error::Usage)?;
+        let found = spec.expand();
+        if found.is_empty() {
+            return Err(Error::Runtime(format!(
+                "'{input}': no such file (nothing matches)"
+            )));
+        }
+        for p in found {
+            if !paths.contains(&p) {
+                paths.push(p);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends quietly. False when the pipe is closed.
+pub(super) fn write_stdout(text: &str) -> Result<bool, Error> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(Error::Runtime(format!("cannot write the report: {e}"))),
+    }
+}

@@ -1,0 +1,85 @@
+//! `steptop probe`: what the probes read now (GPUs, host, trainer), once or on a loop,
+//! optionally recorded with the logs' lines for a later replay.
+
+use super::cli::{ProbeArgs, ProbeFormat};
+use super::write_stdout;
+use crate::common::error::Error;
+use crate::input::{self, follow, recording};
+use crate::monitor::msg;
+use crate::probe;
+use crate::sink::report;
+
+/// Prints the probes' readings until the pipe closes (or once, with `--once`).
+pub fn run(args: &ProbeArgs) -> Result<(), Error> {
+    if let Some(pid) = args.pid
+        && !probe::process::running(pid)
+    {
+        return Err(Error::Usage(format!("--pid {pid}: no such process")));
+    }
+    let opts = probe::SamplerOptions {
+        interval: args.interval,
+        // --once reads everything on both of its readings.
+        slow_every: if args.once { 1 } else { 5 },
+        gpus: args.gpus.clone(),
+        gpm: args.gpm,
+        pid: args.pid,
+        logs: args.logs.clone(),
+        ..probe::SamplerOptions::default()
+    };
+    let mut recorder = args
+        .record
+        .as_deref()
+        .map(recording::Recorder::create)
+        .transpose()?;
+    let (tx, inbox) = msg::inbox();
+    // A recording holds the logs' lines too: they are followed from their start, and every
+    // message is recorded in the order it arrives, as a live monitor would take them.
+    if recorder.is_some() && !args.logs.is_empty() {
+        let inputs = args
+            .logs
+            .iter()
+            .map(|l| input::InputSpec::parse(&l.to_string_lossy()).map_err(Error::Usage))
+            .collect::<Result<Vec<_>, _>>()?;
+        follow::spawn(
+            inputs,
+            input::FollowOptions::default(),
+            std::sync::Arc::default(),
+            std::sync::Arc::default(),
+            tx.clone(),
+        )
+        .map_err(|e| Error::Runtime(format!("cannot start the log reader thread: {e}")))?;
+    }
+    probe::spawn(opts, tx)
+        .map_err(|e| Error::Runtime(format!("cannot start the sampler thread: {e}")))?;
+    // The first reading only starts the rates; --once prints the second. The threads end at
+    // their next message once this inbox is gone.
+    let mut samples = 0;
+    for msg in inbox {
+        if let Some(r) = &mut recorder {
+            r.record(&msg)?;
+        }
+        let s = match msg {
+            msg::Msg::Sample(s) => s,
+            msg::Msg::SourceStopped { reason } => return Err(Error::Runtime(reason)),
+            _ => continue,
+        };
+        samples += 1;
+        if samples == 1 {
+            continue;
+        }
+        let mut text = match args.format {
+            ProbeFormat::Text => report::probe::text(&s),
+            ProbeFormat::Json => {
+                report::probe::json(&s).map_err(|e| Error::Runtime(e.to_string()))?
+            }
+        };
+        // Text readings are set apart by a blank line; JSON is one object per line.
+        if !args.once || args.format == ProbeFormat::Json {
+            text.push('\n');
+        }
+        if !write_stdout(&text)? || args.once {
+            return Ok(());
+        }
+    }
+    Err(Error::Runtime("the sampler thread stopped".into()))
+}

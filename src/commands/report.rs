@@ -1,0 +1,26 @@
+//! `steptop report LOG...`: a summary of finished logs, in text, markdown, HTML or JSON.
+
+use super::cli::{ReportArgs, ReportFormat};
+use super::{expand_inputs, load_config, write_stdout};
+use crate::common::error::Error;
+use crate::sink::report;
+
+/// Reads the logs whole and prints the report.
+pub fn run(args: &ReportArgs) -> Result<(), Error> {
+    let cfg = load_config(args.config.as_deref())?;
+    let paths = expand_inputs(&args.logs)?;
+    let analysis = report::analyze(&paths, &cfg)?;
+    let r = report::Report::build(&analysis);
+    let text = match args.format {
+        ReportFormat::Text => report::render_text(&r),
+        ReportFormat::Markdown => report::render_markdown(&r),
+        ReportFormat::Html => report::render_html(&r, &report::Curves::of(&analysis.model)),
+        ReportFormat::Json => {
+            let mut s =
+                serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+    };
+    write_stdout(&text).map(|_| ())
+}

@@ -1,0 +1,132 @@
+//! The sink the two live commands (`steptop LOG` and `replay`) share: the live view or
+//! headless lines, with the metrics endpoint beside either, fed from one inbox.
+
+use std::io::IsTerminal;
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
+
+use super::cli::{FailOn, OutputArgs};
+use super::{run_label, run_paths};
+use crate::common::error::Error;
+use crate::diagnose;
+use crate::input::replay;
+use crate::monitor::{self, msg::Msg};
+use crate::probe;
+use crate::settings::config::Config;
+use crate::settings::theme;
+use crate::sink::{compare, headless, metrics, ui};
+
+/// The inbox a sink reads, and where its input comes from.
+pub(super) struct Feeding {
+    /// For the sink's own producers (keys, signals).
+    pub tx: SyncSender<Msg>,
+    pub inbox: Receiver<Msg>,
+    pub mode: Mode,
+    /// Why no probe reads the hardware, when none does.
+    pub probes_off: Option<&'static str>,
+}
+
+/// Followed files, or a replay: then time is the replayed time, and the input ends.
+pub(super) enum Mode {
+    Live,
+    Replay {
+        /// Its controls and starting speed, for the live view's keys (headless: none).
+        control: Option<(Sender<replay::pace::Control>, replay::pace::Speed)>,
+        /// Its `--from`.
+        from: Option<u64>,
+    },
+}
+
+/// Options that cannot work here, checked before any thread starts or the terminal changes.
+pub(super) fn check_output(out: &OutputArgs) -> Result<(), Error> {
+    if !out.headless && !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "the live view needs a terminal and stdout is not one; add --headless for one \
+             line per alert change, or use `steptop report LOG` for a summary"
+                .into(),
+        ));
+    }
+    if let Some(pid) = out.until_exit
+        && !probe::process::running(pid)
+    {
+        return Err(Error::Usage(format!("--until-exit {pid}: no such process")));
+    }
+    Ok(())
+}
+
+/// The live view or headless lines, with the metrics endpoint beside either.
+pub(super) fn sink(
+    out: &OutputArgs,
+    theme: Option<&str>,
+    config: Config,
+    feeding: Feeding,
+) -> Result<(), Error> {
+    let host = match &out.host {
+        Some(h) => Some(h.clone()),
+        None if matches!(feeding.mode, Mode::Replay { .. }) => None,
+        None => Some(host_name()),
+    };
+    let metrics = match out.metrics_addr {
+        Some(addr) => {
+            let endpoint = metrics::Endpoint::new(host.as_deref());
+            let bound = metrics::server::serve(addr, endpoint.clone())?;
+            // On stderr: stdout is headless lines. With port 0 this is how to find the port.
+            eprintln!("steptop: metrics on http://{bound}/metrics");
+            Some(metrics::Publisher::new(endpoint))
+        }
+        None => None,
+    };
+    let mut mon = monitor::Monitor::new(config.model, config.diagnose.clone());
+    if let Some(run) = &out.baseline {
+        let label = run_label(run);
+        mon.baseline = Some(compare::baseline::read(label, &run_paths(run)?, &config)?);
+    }
+    if out.headless {
+        ui::input::spawn_signals(feeding.tx, false)
+            .map_err(|e| Error::Runtime(format!("cannot start the signal thread: {e}")))?;
+        return headless::run(
+            headless::Headless {
+                format: out.format,
+                status_every: out.status_every,
+                exec: out.exec.clone().map(|cmd| (cmd, out.exec_timeout)),
+                fail_on: out.fail_on.map(|f| match f {
+                    FailOn::Warn => diagnose::Severity::Warn,
+                    FailOn::Crit => diagnose::Severity::Crit,
+                }),
+                until_exit: out.until_exit,
+                replay: matches!(feeding.mode, Mode::Replay { .. }),
+                from: match feeding.mode {
+                    Mode::Replay { from, .. } => from,
+                    Mode::Live => None,
+                },
+                host,
+                metrics,
+            },
+            mon,
+            &feeding.inbox,
+        );
+    }
+    let no_color = std::env::var("NO_COLOR").ok();
+    let theme = theme::Theme::choose(theme, no_color.as_deref())?;
+    ui::run(ui::LiveOptions {
+        mon,
+        tx: feeding.tx,
+        inbox: feeding.inbox,
+        replay: match feeding.mode {
+            Mode::Replay { control, .. } => control,
+            Mode::Live => None,
+        },
+        themes: ui::theme_cycle(theme)?,
+        metrics,
+        probes_off: feeding.probes_off,
+    })
+}
+
+/// This machine's name, for the `host` label and headless lines.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -1,0 +1,99 @@
+//! Numbers as people read them, shared by every sink: milliseconds, shares, durations, bytes.
+
+use crate::common::dates::civil_from_days;
+
+/// Milliseconds, switching to seconds above 10 s.
+pub fn ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+pub fn pct(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+/// A count and its noun, singular for one: `1 DataLoader worker`, `4 DataLoader workers`.
+pub fn count(n: f64, noun: &str) -> String {
+    if n == 1.0 {
+        format!("1 {noun}")
+    } else {
+        format!("{n:.0} {noun}s")
+    }
+}
+
+/// Three significant figures, without a float's noise.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 || a == 0.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+pub fn duration(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h:02}:{m:02}:{sec:02}")
+    } else {
+        format!("{h}:{m:02}:{sec:02}")
+    }
+}
+
+/// A moment as the log's clock gives it: `2026-11-21 10:00:03` for a date (log timestamps are
+/// read without a zone, so none is claimed), or `+0:12:34` into a run whose log had no times.
+pub fn clock(t: f64) -> String {
+    // Before 1973 is not a date a training log writes: a timeline made of step times.
+    if t < 1e8 {
+        return format!("+{}", duration(t));
+    }
+    let secs = t.floor() as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// Bytes in GiB, or MiB below one GiB.
+pub fn gib(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} GiB", b / 1024.0 / 1024.0 / 1024.0)
+    } else {
+        format!("{:.0} MiB", b / 1024.0 / 1024.0)
+    }
+}
+
+/// Bytes per second in GB/s, or MB/s below one GB/s.
+pub fn rate(bytes_per_s: f64) -> String {
+    if bytes_per_s >= 1e9 {
+        format!("{:.1} GB/s", bytes_per_s / 1e9)
+    } else {
+        format!("{:.1} MB/s", bytes_per_s / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_reads_dates_and_run_offsets() {
+        assert_eq!(clock(0.0 + 754.0), "+0:12:34");
+        assert_eq!(clock(1_701_224_370.0), "2023-11-29 02:19:30");
+        assert_eq!(clock(951_782_400.5), "2000-02-29 00:00:00");
+        assert_eq!(clock(1_795_267_200.0), "2026-11-21 13:20:00");
+    }
+}

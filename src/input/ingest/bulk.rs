@@ -1,0 +1,523 @@
+//! The one bulk path from bytes to the monitor: a report's files, a replay at full speed and
+//! the history of a followed file all go through it, in blocks of lines, as `Lines`.
+//!
+//! A block is cut from whole records and parsed on a parser thread (on a machine with one
+//! core, in place); the caller takes the parsed blocks back in order, runs each line through
+//! its file's feed (admitted, stamped, counted) and hands the block on. A parser thread cannot
+//! know the context the previous block ended in (an open timing block, a Keras epoch header),
+//! so it starts from the default context and remembers its context after every line. If the
+//! real context differs, the caller parses the block's first lines again with it until its
+//! context equals the one the thread reached after the same line: from there on the thread's
+//! results are what a sequential parse gives, because parsing depends on nothing but the line
+//! and the context. Lines that arrive one by one (live following) take `Feed::message`, the
+//! same steps for one line.
+
+use std::io;
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use super::Feed;
+use crate::input::file::{ReadStats, read_records};
+use crate::monitor::msg::{LineHead, Lines};
+use crate::parse::record::Record;
+use crate::parse::{Context, LineInfo, Parser};
+
+/// Bytes per block: big enough that hand-offs cost nothing, small enough that the blocks in
+/// flight (two per thread, with their records) stay a few MiB.
+const BLOCK_BYTES: usize = 512 * 1024;
+
+/// Reads `path` whole through `feed`, handing its lines to `out` in blocks, in file order.
+pub fn read_file(
+    path: &Path,
+    feed: &mut Feed,
+    out: &mut dyn FnMut(Lines),
+) -> io::Result<ReadStats> {
+    let mut ingest = Ingest::new(feed.parser());
+    let mut failed = None;
+    let stats = read_records(path, &mut |line_no, raw| {
+        if failed.is_none() {
+            failed = ingest.push(feed, line_no, raw, out).err();
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    ingest.flush(feed, out)?;
+    Ok(stats)
+}
+
+/// Lines of one file at a time on their way to `Lines`: push them in order, then flush before
+/// the lines of another file (or anything else the receiver must see after them).
+pub struct Ingest {
+    /// None on a machine with one core: blocks are parsed in place.
+    pool: Option<Pool>,
+    block: Block,
+    block_bytes: usize,
+    /// A line's records for a moment, while it is parsed here (in place, or again).
+    scratch: Vec<Record>,
+}
+
+impl Ingest {
+    /// A reader with a parser thread per core but one (up to 8), each a copy of `parser` (its
+    /// patterns; the shape memo is the thread's own). The caller's thread, which takes the
+    /// parsed blocks into the monitor, is the busiest: it keeps a core of its own.
+    pub fn new(parser: &Parser) -> Ingest {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ingest::with(parser, (cores - 1).min(8), BLOCK_BYTES)
+    }
+
+    /// With `threads` parser threads (none: in place) and blocks of `block_bytes`.
+    fn with(parser: &Parser, threads: usize, block_bytes: usize) -> Ingest {
+        Ingest {
+            pool: (threads >= 1)
+                .then(|| Pool::start(parser, threads))
+                .flatten(),
+            block: Block::default(),
+            block_bytes,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Adds line `line_no` of `feed`'s file; hands on every block that is ready.
+    pub fn push(
+        &mut self,
+        feed: &mut Feed,
+        line_no: u64,
+        raw: &[u8],
+        out: &mut dyn FnMut(Lines),
+    ) -> io::Result<()> {
+        self.block.push(line_no, raw);
+        if self.block.bytes.len() >= self.block_bytes {
+            self.send(feed, out)?;
+        }
+        Ok(())
+    }
+
+    /// Hands on every line pushed so far.
+    pub fn flush(&mut self, feed: &mut Feed, out: &mut dyn FnMut(Lines)) -> io::Result<()> {
+        if !self.block.lines.is_empty() {
+            self.send(feed, out)?;
+        }
+        if let Some(pool) = &mut self.pool {
+            while pool.pending() {
+                out(apply(pool.next()?, feed, &mut self.scratch));
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, feed: &mut Feed, out: &mut dyn FnMut(Lines)) -> io::Result<()> {
+        let block = std::mem::take(&mut self.block);
+        match &mut self.pool {
+            Some(pool) => {
+                if let Some(parsed) = pool.send(block)? {
+                    out(apply(parsed, feed, &mut self.scratch));
+                }
+                Ok(())
+            }
+            None => {
+                out(parse_in_place(block, feed, &mut self.scratch));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Whole records copied out of the file, with their line numbers and extents in `bytes`, and
+/// the input they span.
+#[derive(Default)]
+struct Block {
+    bytes: Vec<u8>,
+    lines: Vec<(u64, usize, usize)>,
+    input: u64,
+}
+
+impl Block {
+    fn push(&mut self, line_no: u64, raw: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(raw);
+        self.lines.push((line_no, start, self.bytes.len()));
+        // Its end of line (a `\n`, or the `\r` of a redraw).
+        self.input += raw.len() as u64 + 1;
+    }
+
+    fn raw(&self, i: usize) -> &[u8] {
+        let (_, start, end) = self.lines[i];
+        &self.bytes[start..end]
+    }
+}
+
+/// A block's lines through the feed as they are parsed: what the pool's threads do, with the
+/// real context from the start.
+fn parse_in_place(block: Block, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
+    let mut out = Lines::default();
+    for i in 0..block.lines.len() {
+        let info = feed.parser().parse(block.raw(i), scratch);
+        let refused = feed.admit(&info, scratch);
+        deliver(&mut out, feed, &block, i, info, refused, scratch.drain(..));
+    }
+    out.text = block.bytes;
+    out.bytes = block.input;
+    out
+}
+
+/// Line `i` of `block`, parsed as `info` and `records` and judged by `Feed::admit` (`refused`),
+/// through its feed into `out`: stamped, counted, its records kept or dropped whole.
+fn deliver(
+    out: &mut Lines,
+    feed: &mut Feed,
+    block: &Block,
+    i: usize,
+    mut info: LineInfo,
+    refused: Option<&'static str>,
+    records: impl ExactSizeIterator<Item = Record>,
+) {
+    let (line_no, start, end) = block.lines[i];
+    let raw = block.raw(i);
+    let before = out.records.len();
+    let kept = &mut out.records;
+    let stamp = feed.deliver(
+        line_no,
+        raw,
+        &mut info,
+        refused,
+        records,
+        None,
+        &mut |_, r| {
+            kept.push(r);
+        },
+    );
+    out.heads.push(LineHead {
+        stamp,
+        info,
+        records: u32::try_from(out.records.len() - before).unwrap_or(u32::MAX),
+        start,
+        end,
+    });
+}
+
+/// A block parsed from the default context: per line its info, how many records it gave, and
+/// the context after it.
+struct Parsed {
+    block: Block,
+    infos: Vec<LineInfo>,
+    counts: Vec<u32>,
+    records: Vec<Record>,
+    after: Vec<Context>,
+}
+
+fn parse_block(parser: &mut Parser, block: Block) -> Parsed {
+    parser.set_context(Context::default());
+    let n = block.lines.len();
+    let mut parsed = Parsed {
+        infos: Vec::with_capacity(n),
+        counts: Vec::with_capacity(n),
+        records: Vec::with_capacity(n),
+        after: Vec::with_capacity(n),
+        block: Block::default(),
+    };
+    for i in 0..n {
+        let before = parsed.records.len();
+        parsed
+            .infos
+            .push(parser.parse(block.raw(i), &mut parsed.records));
+        parsed
+            .counts
+            .push(u32::try_from(parsed.records.len() - before).unwrap_or(u32::MAX));
+        parsed.after.push(parser.context());
+    }
+    parsed.block = block;
+    parsed
+}
+
+/// Parser threads: blocks out round-robin and back in the same order.
+struct Pool {
+    to_workers: Vec<SyncSender<Block>>,
+    from_workers: Vec<Receiver<Parsed>>,
+    handles: Vec<JoinHandle<()>>,
+    sent: usize,
+    applied: usize,
+}
+
+impl Pool {
+    /// None when no thread can be started: then blocks are parsed in place.
+    fn start(parser: &Parser, threads: usize) -> Option<Pool> {
+        let mut pool = Pool {
+            to_workers: Vec::with_capacity(threads),
+            from_workers: Vec::with_capacity(threads),
+            handles: Vec::with_capacity(threads),
+            sent: 0,
+            applied: 0,
+        };
+        for _ in 0..threads {
+            let (block_tx, block_rx) = sync_channel::<Block>(1);
+            let (parsed_tx, parsed_rx) = sync_channel::<Parsed>(1);
+            // One parser per thread for its whole life, so that its shape memo lasts.
+            let mut parser = parser.fresh();
+            let handle = std::thread::Builder::new()
+                .name("steptop-parse".into())
+                .spawn(move || {
+                    for block in block_rx {
+                        if parsed_tx.send(parse_block(&mut parser, block)).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .ok()?;
+            pool.to_workers.push(block_tx);
+            pool.from_workers.push(parsed_rx);
+            pool.handles.push(handle);
+        }
+        Some(pool)
+    }
+
+    /// Sends a block; when every thread already has two, first takes back the oldest.
+    fn send(&mut self, block: Block) -> io::Result<Option<Parsed>> {
+        let oldest = if self.sent - self.applied == 2 * self.to_workers.len() {
+            Some(self.next()?)
+        } else {
+            None
+        };
+        let worker = self.sent % self.to_workers.len();
+        self.to_workers[worker].send(block).map_err(|_| lost())?;
+        self.sent += 1;
+        Ok(oldest)
+    }
+
+    /// Whether blocks sent are still to be taken back.
+    fn pending(&self) -> bool {
+        self.applied < self.sent
+    }
+
+    /// The oldest block sent and not taken back yet, parsed.
+    fn next(&mut self) -> io::Result<Parsed> {
+        let worker = self.applied % self.from_workers.len();
+        let parsed = self.from_workers[worker].recv().map_err(|_| lost())?;
+        self.applied += 1;
+        Ok(parsed)
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Hang up both ways first, so that no thread waits on a block or on a reader.
+        self.to_workers.clear();
+        self.from_workers.clear();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A parsed block through the feed, parsing its first lines again while the real context
+/// differs from the default one the thread assumed.
+fn apply(parsed: Parsed, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
+    let Parsed {
+        block,
+        infos,
+        counts,
+        records,
+        after,
+    } = parsed;
+    let mut out = Lines {
+        heads: Vec::with_capacity(infos.len()),
+        records: Vec::with_capacity(records.len()),
+        ..Lines::default()
+    };
+    let mut converged = feed.parser().context() == Context::default();
+    let mut records = records.into_iter();
+    for (i, info) in infos.into_iter().enumerate() {
+        let count = counts[i] as usize;
+        if converged {
+            let refused = feed.admit(&info, &records.as_slice()[..count]);
+            deliver(
+                &mut out,
+                feed,
+                &block,
+                i,
+                info,
+                refused,
+                records.by_ref().take(count),
+            );
+            continue;
+        }
+        records.by_ref().take(count).for_each(drop);
+        let info = feed.parser().parse(block.raw(i), scratch);
+        let refused = feed.admit(&info, scratch);
+        deliver(&mut out, feed, &block, i, info, refused, scratch.drain(..));
+        converged = feed.parser().context() == after[i];
+    }
+    if converged && let Some(ctx) = after.last() {
+        feed.parser().set_context(*ctx);
+    }
+    out.text = block.bytes;
+    out.bytes = block.input;
+    out
+}
+
+fn lost() -> io::Error {
+    io::Error::other("a parser thread stopped unexpectedly")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::split::LineSplitter;
+    use crate::monitor::Monitor;
+    use crate::settings::config::Config;
+    use crate::sink::report::{Analysis, Report};
+    use proptest::prelude::*;
+
+    /// The report's JSON, and the log pane's lines and the monitor's counts, after reading.
+    fn outcome(mon: Monitor, feed: Feed) -> (String, String) {
+        let seen = format!("{:?} {:?}", mon.model.log.lines, mon.sources);
+        let a = Analysis {
+            model: mon.model,
+            diagnosis: mon.diagnosis,
+            feeds: vec![feed],
+        };
+        let json = serde_json::to_string_pretty(&Report::build(&a)).expect("json");
+        (json, seen)
+    }
+
+    fn new_pair(cfg: &Config) -> (Monitor, Feed) {
+        let mut feed = Feed::new(0, "train.log", cfg.patterns.clone());
+        feed.set_year_reference(1.7e9);
+        (Monitor::new(cfg.model, cfg.diagnose.clone()), feed)
+    }
+
+    /// Through the bulk reader with `threads` parser threads and blocks of `block` bytes.
+    fn in_bulk(text: &[u8], cfg: &Config, threads: usize, block: usize) -> (String, String) {
+        let (mut mon, mut feed) = new_pair(cfg);
+        let mut ingest = Ingest::with(feed.parser(), threads, block);
+        let mut out = |lines: Lines| mon.lines(lines, &mut |_, _| {});
+        let mut splitter = LineSplitter::new();
+        let mut emit = |n: u64, raw: &[u8]| {
+            ingest.push(&mut feed, n, raw, &mut out).expect("push");
+        };
+        splitter.push(text, &mut emit);
+        splitter.finish(&mut emit);
+        ingest.flush(&mut feed, &mut out).expect("flush");
+        mon.finish();
+        outcome(mon, feed)
+    }
+
+    /// The reference: the plain parser, one `Msg::Line` per line, as live lines go.
+    fn line_by_line(text: &[u8], cfg: &Config) -> (String, String) {
+        let (mut mon, mut feed) = new_pair(cfg);
+        let mut splitter = LineSplitter::new();
+        let mut emit = |n: u64, raw: &[u8]| {
+            mon.apply(feed.message(n, raw, None));
+        };
+        splitter.push(text, &mut emit);
+        splitter.finish(&mut emit);
+        mon.finish();
+        outcome(mon, feed)
+    }
+
+    fn assert_same(text: &[u8], cfg: &Config, name: &str) {
+        let plain = line_by_line(text, cfg);
+        for (threads, block) in [(1, BLOCK_BYTES), (2, 4096), (3, 300), (0, 4096)] {
+            let bulk = in_bulk(text, cfg, threads, block);
+            assert!(
+                bulk.0 == plain.0,
+                "{name}: the report differs in bulk ({threads} threads, blocks of {block})"
+            );
+            assert!(
+                bulk.1 == plain.1,
+                "{name}: the log pane or the counts differ in bulk ({threads} threads, blocks of {block})"
+            );
+        }
+    }
+
+    #[test]
+    fn every_fixture_reads_the_same_in_bulk_as_line_by_line() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut logs: Vec<(std::path::PathBuf, Config)> = Vec::new();
+        for dir in std::fs::read_dir(root.join("logs")).expect("fixtures") {
+            for f in std::fs::read_dir(dir.expect("dir").path()).expect("fixture dir") {
+                let f = f.expect("entry").path();
+                if f.extension().is_none_or(|e| e != "toml") {
+                    logs.push((f, Config::default_checked()));
+                }
+            }
+        }
+        let patterns = root.join("configs/valid/in-house-pattern.toml");
+        logs.push((
+            root.join("configs/in-house.log"),
+            Config::load(&patterns).expect("config"),
+        ));
+        assert!(logs.len() > 20);
+        for (path, cfg) in &logs {
+            let text = std::fs::read(path).expect("fixture");
+            assert_same(&text, cfg, &path.display().to_string());
+        }
+    }
+
+    /// One line of a generated log, from the shapes the fixtures hold; `s` is the step.
+    fn render(kind: u8, s: u64, x: u32) -> Vec<u8> {
+        let f = f64::from(x % 1000) / 7.0;
+        let text = match kind % 12 {
+            0 | 1 => format!(
+                "step {s}/900 | loss={f:.4} | lr=1e-4 | data_time={f:.1}ms | {f:.1} samples/s\n"
+            ),
+            2 => {
+                let mut b = format!("[Step {s}] Forward timing:\n");
+                for i in 0..(x % 6) {
+                    b.push_str(&format!("  Stage{i} : {f:.2}ms ({:.1}%)\n", f / 10.0));
+                }
+                if !x.is_multiple_of(3) {
+                    b.push_str(&format!("Total : {:.1}ms\n", f * 10.0));
+                }
+                b
+            }
+            3 => format!(
+                "[Cache Stats]\nHit Rate: {:.2}% ({s} hits / {x} misses)\nSize: {x} items\n",
+                f / 10.0
+            ),
+            4 => format!("Epoch {}/10\n", s % 10 + 1),
+            5 => format!(
+                "\r{s}/900 [==>....] - ETA: 3s - loss: {f:.4}\r{s}/900 [===>...] - loss: {f:.3}\n"
+            ),
+            6 => format!(
+                "{{'loss': {f:.4}, 'grad_norm': 1.5, 'learning_rate': 1e-05, 'epoch': {:.2}}}\n",
+                f / 100.0
+            ),
+            7 => format!(
+                "2024/01/01 12:00:{:02} - mmengine - INFO - Epoch(train)  [1][{s:>3}/900]  lr: 1.0000e-04  eta: 0:10:00  time: {:.4}  data_time: 0.0100  memory: 1000  loss: {f:.4}\n",
+                x % 60,
+                f / 100.0
+            ),
+            8 => return b"\xff\xfe garbage \x1b[2J\n".to_vec(),
+            9 => "loss is nan, skipping this step\n".to_string(),
+            10 => "Saving model checkpoint to out/checkpoint-500\n".to_string(),
+            _ => "\n".to_string(),
+        };
+        text.into_bytes()
+    }
+
+    proptest! {
+        // A failing case is printed, not written beside the sources.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::with_cases(24)
+        })]
+        #[test]
+        fn a_generated_log_reads_the_same_in_bulk_as_line_by_line(
+            lines in prop::collection::vec((any::<u8>(), any::<u32>(), 0u8..10), 50..400),
+        ) {
+            let mut step = 0u64;
+            let mut text = Vec::new();
+            for (kind, x, jump) in lines {
+                // Mostly forward; now and then back (a restart, or a rejected line).
+                step = match jump {
+                    0 => step.saturating_sub(u64::from(x % 50)),
+                    _ => step + 1,
+                };
+                text.extend(render(kind, step, x));
+            }
+            assert_same(&text, &Config::default_checked(), "generated");
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! One followed file's records on their way to the model: parsed, given their time and rank,
+//! and counted for the report's sources table. Shared by whole-file reading and live following.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::order::Order;
+use crate::model::Stamp;
+use crate::model::source_stats::SourceStats;
+use crate::monitor::msg::Msg;
+use crate::parse::record::{EventKind, Format, Record};
+use crate::parse::user::UserPattern;
+use crate::parse::{LineInfo, Parser, prefix};
+
+/// A file's parser and clock.
+pub struct Feed {
+    pub index: usize,
+    pub path: String,
+    pub stats: SourceStats,
+    parser: Parser,
+    /// The rank the file name gives (`rank3.log`), used when lines carry none.
+    file_rank: Option<u32>,
+    /// The last rank a line named, for the report.
+    line_rank: Option<u32>,
+    last_log_time: Option<f64>,
+    /// A timeline made of the logged step times, for files without timestamps.
+    synthetic: f64,
+    /// Each rank's step order in this file (thousands of ranks may share one file).
+    orders: HashMap<u32, Order>,
+    /// When the file was last written, as far as is known (its modification time, or the
+    /// clock when it is followed): year-less timestamps are placed at or before it. Without
+    /// one they stay in the year 2000.
+    year_reference: Option<f64>,
+    scratch: Vec<Record>,
+}
+
+impl Feed {
+    pub fn new(index: usize, path: &str, patterns: Arc<Vec<UserPattern>>) -> Self {
+        Feed {
+            index,
+            path: path.to_string(),
+            stats: SourceStats::default(),
+            parser: Parser::with_patterns(patterns),
+            file_rank: rank_from_name(path),
+            line_rank: None,
+            last_log_time: None,
+            synthetic: 0.0,
+            orders: HashMap::new(),
+            year_reference: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Sets the moment the file's year-less timestamps are placed at or before (Unix seconds):
+    /// its modification time when it is read whole, the clock when it is followed.
+    pub fn set_year_reference(&mut self, t: f64) {
+        self.year_reference = Some(t);
+    }
+
+    /// Parses one record and hands each typed record to `sink` with its stamp. `arrival` is the
+    /// wall-clock time for live lines; whole-file reading passes `None`. Returns what the line
+    /// said besides its records, and its stamp.
+    pub fn line(
+        &mut self,
+        line_no: u64,
+        raw: &[u8],
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) -> (LineInfo, Stamp) {
+        let mut out = std::mem::take(&mut self.scratch);
+        let mut info = self.parser.parse(raw, &mut out);
+        let refused = self.admit(&info, &out);
+        let stamp = self.deliver(
+            line_no,
+            raw,
+            &mut info,
+            refused,
+            out.drain(..),
+            arrival,
+            sink,
+        );
+        self.scratch = out;
+        (info, stamp)
+    }
+
+    /// One line as the message a live source sends: its records, what else it said, and its
+    /// text (invalid UTF-8 replaced) for the log pane and recordings. Sent for every line,
+    /// so that the monitor counts them too.
+    pub fn message(&mut self, line_no: u64, raw: &[u8], arrival: Option<f64>) -> Msg {
+        let mut records = Vec::new();
+        let (info, stamp) = self.line(line_no, raw, arrival, &mut |_, r| records.push(r));
+        Msg::Line {
+            stamp,
+            info,
+            records,
+            text: String::from_utf8_lossy(raw).into_owned(),
+            arrival,
+        }
+    }
+
+    /// The first step any rank logged in this file.
+    pub fn first_step(&self) -> Option<u64> {
+        self.orders.values().filter_map(|o| o.first).min()
+    }
+
+    /// Whether the records parsed from a line may reach the model: None, or why they cannot be
+    /// true (the parser's own rejection, or a step that goes back with no restart to explain
+    /// it). Call it with the line's records before `deliver`; it remembers the line's steps.
+    pub fn admit(&mut self, info: &LineInfo, records: &[Record]) -> Option<&'static str> {
+        let rank = self.rank_of(info);
+        for rec in records {
+            match rec {
+                Record::Rejected { what, .. } => return Some(what),
+                Record::Step(s) if s.step.is_some() && !self.order(rank).admits(s) => {
+                    return Some("a step that goes back with no restart to explain it");
+                }
+                Record::Event {
+                    kind: EventKind::Checkpoint,
+                    ..
+                } => self.order(rank).checkpoint(),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A line's rank: its own prefix's, else the file name's, else 0.
+    fn rank_of(&self, info: &LineInfo) -> u32 {
+        info.rank.or(self.file_rank).unwrap_or(0)
+    }
+
+    /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
+    /// order, as `admit` judged them (`refused`): a line whose figures cannot be true is
+    /// counted and dropped whole, and `info` says why, crediting no format with it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one line's parts, each used once"
+    )]
+    pub fn deliver(
+        &mut self,
+        line_no: u64,
+        raw: &[u8],
+        info: &mut LineInfo,
+        refused: Option<&'static str>,
+        records: impl ExactSizeIterator<Item = Record>,
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) -> Stamp {
+        let stamp = self.stamp(info, line_no, arrival);
+        info.rejected = refused;
+        if let Some(what) = refused {
+            self.stats.reject(line_no, what, raw);
+            records.for_each(drop);
+            info.format = None;
+            info.glued = None;
+            return stamp;
+        }
+        self.stats.count(line_no, raw, info, records.len());
+        for rec in records {
+            if !stamp.real_time
+                && let Record::Step(s) = &rec
+                && let Some(ms) = s.step_time_ms
+            {
+                self.synthetic += ms / 1000.0;
+            }
+            sink(&stamp, rec);
+        }
+        stamp
+    }
+
+    fn order(&mut self, rank: u32) -> &mut Order {
+        self.orders.entry(rank).or_default()
+    }
+
+    /// This file's parser, for whole-file reading that parses ahead on other threads.
+    pub(crate) fn parser(&mut self) -> &mut Parser {
+        &mut self.parser
+    }
+
+    fn stamp(&mut self, info: &LineInfo, line: u64, arrival: Option<f64>) -> Stamp {
+        if info.rank.is_some() {
+            self.line_rank = info.rank;
+        }
+        let rank = self.rank_of(info);
+        let logged = info.time.map(|t| match arrival.or(self.year_reference) {
+            // A line that arrives now was written by now: its arrival is the nearest reference.
+            Some(reference) if info.yearless => prefix::place_yearless(t, reference),
+            _ => t,
+        });
+        let (time, real_time) = match (logged, arrival) {
+            (Some(t), _) => {
+                self.last_log_time = Some(t);
+                (t, true)
+            }
+            (None, Some(now)) => (now, true),
+            (None, None) => (self.last_log_time.unwrap_or(self.synthetic), false),
+        };
+        Stamp {
+            time,
+            real_time,
+            source: self.index,
+            line,
+            rank,
+        }
+    }
+
+    /// The file's primary format, if any line was recognised.
+    pub fn format(&self) -> Option<Format> {
+        self.stats.formats.primary()
+    }
+
+    /// Lines recognised per format.
+    pub fn format_counts(&self) -> Vec<(Format, u64)> {
+        self.stats.formats.counts()
+    }
+
+    /// The rank of this file: from its lines' prefixes, else from its name.
+    pub fn rank(&self) -> Option<u32> {
+        self.line_rank.or(self.file_rank)
+    }
+}
+
+/// `rank3.log`, `train_rank12.txt`, `log.rank1` give 3, 12 and 1.
+fn rank_from_name(path: &str) -> Option<u32> {
+    let name = path.rsplit('/').next()?.to_ascii_lowercase();
+    let at = name.rfind("rank")?;
+    let digits: String = name[at + 4..]
+        .chars()
+        .skip_while(|c| *c == '_' || *c == '-')
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `lines` and returns the steps that reached the model and the rejected count.
+    fn steps_of(lines: &[&str]) -> (Vec<u64>, u64) {
+        let mut feed = Feed::new(0, "train.log", Arc::default());
+        let mut steps = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            feed.line(i as u64 + 1, line.as_bytes(), None, &mut |_, r| {
+                if let Record::Step(s) = r {
+                    steps.extend(s.step);
+                }
+            });
+        }
+        (steps, feed.stats.rejected)
+    }
+
+    #[test]
+    fn impossible_values_never_reach_the_model() {
+        let (steps, rejected) = steps_of(&[
+            "step 1/100 | loss=0.5 | 2.0 samples/s | data_time=1ms",
+            "step 999999999999999999999999/1 | loss=1e999 | -5 samples/s | data_time=-1ms",
+            "step 2/100 | loss=1e999 | 2.0 samples/s",
+            "step 3/100 | loss=0.5 | -5 samples/s",
+            "step 4/100 | loss=0.5 | data_time=-1ms",
+            "step 5/100 | loss=nan | 2.0 samples/s",
+        ]);
+        assert_eq!(steps, vec![1, 5]);
+        assert_eq!(rejected, 4);
+    }
+
+    #[test]
+    fn a_step_that_goes_back_is_a_restart_only_when_something_explains_it() {
+        // A glitch in the middle of a run.
+        let (steps, rejected) = steps_of(&[
+            "step 10000: loss 1.0",
+            "step 10001: loss 1.0",
+            "step 50: loss 9.0",
+            "step 10002: loss 1.0",
+        ]);
+        assert_eq!((steps, rejected), (vec![10000, 10001, 10002], 1));
+        // A resume from the checkpoint the log saved.
+        let (steps, _) = steps_of(&[
+            "step 100: loss 1.0",
+            "Saving checkpoint to ckpt/step_100",
+            "step 150: loss 1.0",
+            "step 101: loss 1.0",
+        ]);
+        assert_eq!(steps, vec![100, 150, 101]);
+        // A new run appended to the log starts at its first steps again.
+        let (steps, _) = steps_of(&[
+            "step 10: loss 1.0",
+            "step 900: loss 1.0",
+            "step 10: loss 9.0",
+        ]);
+        assert_eq!(steps, vec![10, 900, 10]);
+        // A run resumed from a checkpoint the log never named: its first line is doubted, the
+        // next one carries on from it.
+        let (steps, rejected) = steps_of(&[
+            "step 10: loss 1.0",
+            "step 900: loss 1.0",
+            "step 400: loss 9.0",
+            "step 401: loss 1.0",
+            "step 402: loss 1.0",
+        ]);
+        assert_eq!((steps, rejected), (vec![10, 900, 401, 402], 1));
+    }
+
+    #[test]
+    fn rank_from_file_names() {
+        assert_eq!(rank_from_name("logs/rank3.log"), Some(3));
+        assert_eq!(rank_from_name("train_rank_12.txt"), Some(12));
+        assert_eq!(rank_from_name("/x/rank/train.log"), None);
+    }
+
+    /// The stamp's date, `YYYY-MM-DD`, of a detectron2 line read by `feed`.
+    fn stamped_date(feed: &mut Feed, line: &str, arrival: Option<f64>) -> String {
+        let mut date = String::new();
+        feed.line(1, line.as_bytes(), arrival, &mut |s, _| {
+            date = crate::common::units::clock(s.time)[..10].to_string();
+        });
+        date
+    }
+
+    #[test]
+    fn yearless_times_take_the_year_of_the_reference_or_the_arrival() {
+        let line = "[02/29 14:02:18 d2.utils.events]:  iter: 19  total_loss: 2.913  time: 0.3127";
+        let mut feed = Feed::new(0, "t.log", Arc::default());
+        assert_eq!(stamped_date(&mut feed, line, None), "2000-02-29");
+        // Modified 2025-06-01: the last Feb 29 before it.
+        feed.set_year_reference(1_748_736_000.0);
+        assert_eq!(stamped_date(&mut feed, line, None), "2024-02-29");
+        // A live line that arrived on 2028-03-01.
+        assert_eq!(
+            stamped_date(&mut feed, line, Some(1_835_481_600.0)),
+            "2028-02-29"
+        );
+    }
+
+    #[test]
+    fn lines_without_time_follow_a_timeline_of_step_times() {
+        let mut feed = Feed::new(0, "t.log", Arc::default());
+        let mut times = Vec::new();
+        for (i, line) in [
+            "iter 1: loss 1.0, time 500.00ms",
+            "iter 2: loss 1.0, time 500.00ms",
+            "noise",
+        ]
+        .iter()
+        .enumerate()
+        {
+            feed.line(i as u64 + 1, line.as_bytes(), None, &mut |s, _| {
+                times.push((s.time, s.real_time))
+            });
+        }
+        assert_eq!(times, vec![(0.0, false), (0.5, false)]);
+        let stats = &feed.stats;
+        assert_eq!((stats.lines, stats.records, stats.unparsed), (3, 2, 1));
+        assert_eq!(feed.format_counts(), vec![(Format::NanoGpt, 2)]);
+    }
+}

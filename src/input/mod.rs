@@ -1,0 +1,20 @@
+//! The input path: bytes from the user's log files to messages in the monitor's inbox. `spec`
+//! names the files (paths and globs), `split` cuts bytes into lines, `file` reads a file whole
+//! and `tail` follows files as they grow, rotate and come back. `ingest` alone turns a file's
+//! lines into messages (parsed, stamped, counted): `follow` is the live thread that sends them,
+//! `replay` replays finished logs and `recording` writes and reads back what a session saw.
+//! steptop only reads the user's files here: it never writes, locks or truncates them.
+
+pub mod file;
+pub mod follow;
+pub mod ingest;
+pub mod recording;
+pub mod replay;
+pub mod spec;
+pub mod split;
+pub mod tail;
+
+pub use file::read_records;
+pub use spec::InputSpec;
+pub use split::{LineSplitter, MAX_RECORD_BYTES};
+pub use tail::{FILES_FOLLOWED, FollowOptions, TailEvent};

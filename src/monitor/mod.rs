@@ -1,0 +1,310 @@
+//! The monitor: the model fed from the inbox, shared by every live sink. It does no I/O and
+//! reads no clock: every message carries its own time, so replaying the same messages gives
+//! the same state.
+
+pub mod keys;
+pub mod msg;
+
+use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
+use crate::model::log_lines::{LineKind, LogLines};
+use crate::model::sample::Sample;
+use crate::model::source_stats::SourceStats;
+use crate::model::{Model, ModelConfig, Stamp};
+use crate::monitor::msg::{FileStatus, LineHead, Lines, Msg};
+use crate::parse::LineInfo;
+use crate::parse::record::Record;
+
+/// Everything a sink shows, built only from messages: the model and its diagnosis, kept
+/// in step (every record and sample reaches both, in order).
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    pub model: Model,
+    pub diagnosis: Diagnosis,
+    pub sources: Vec<SourceView>,
+    /// Why the source thread stopped, if it did.
+    pub stopped: Option<String>,
+    /// `--baseline`: a finished run's figures, shown beside the live ones; read before the
+    /// monitor starts and never changed.
+    pub baseline: Option<crate::model::baseline::Baseline>,
+    /// Keep the run of this index (0 the first) of a file that holds several: the records
+    /// after it ends are not taken (compare puts one file's runs side by side).
+    pub only_run: Option<usize>,
+    /// Runs that started so far: the first, and one for each new run.
+    runs_started: usize,
+}
+
+/// One followed file as the header shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceView {
+    pub path: String,
+    /// None until the follower has said anything about the file.
+    pub status: Option<FileStatus>,
+    pub stats: SourceStats,
+    /// The content present at the start has been read.
+    pub caught_up: bool,
+}
+
+impl Monitor {
+    pub fn new(cfg: ModelConfig, diagnose: DiagnoseConfig) -> Self {
+        Monitor {
+            model: Model::new(cfg),
+            diagnosis: Diagnosis::new(diagnose),
+            sources: Vec::new(),
+            stopped: None,
+            baseline: None,
+            only_run: None,
+            runs_started: 1,
+        }
+    }
+
+    /// Applies one message. Returns true when something a sink shows changed.
+    pub fn apply(&mut self, msg: Msg) -> bool {
+        match msg {
+            Msg::Opened { source, path } => {
+                self.source(source).path = path;
+                true
+            }
+            Msg::Line {
+                stamp,
+                info,
+                records,
+                text,
+                ..
+            } => {
+                let kind = LineKind::of(&records);
+                self.line(
+                    &stamp,
+                    &info,
+                    records.into_iter(),
+                    text.as_bytes(),
+                    Some(kind),
+                );
+                // The log pane shows every line.
+                true
+            }
+            Msg::Lines(lines) => {
+                self.lines(*lines, &mut |_, _| {});
+                true
+            }
+            Msg::Status { source, status } => {
+                self.source(source).status = Some(status);
+                true
+            }
+            Msg::CaughtUp { source } => {
+                self.source(source).caught_up = true;
+                true
+            }
+            Msg::Sample(sample) => {
+                self.sample(*sample);
+                true
+            }
+            Msg::SourceStopped { reason } => {
+                self.stopped = Some(reason);
+                true
+            }
+            Msg::Ui(_) | Msg::Replay(_) => false,
+        }
+    }
+
+    /// Lines read in bulk, in order, each as its own `Msg::Line` would be applied; `after_each`
+    /// sees the monitor after each line (headless prints the changes a line caused). Only the
+    /// lines the log pane will still hold after the last are given to it.
+    pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
+        let logged_from = LogLines::kept_from(lines.heads.iter().map(|h| lines.text_of(h)));
+        let mut records = lines.records.into_iter();
+        for (i, head) in lines.heads.iter().enumerate() {
+            let n = head.records as usize;
+            let kind = (i >= logged_from).then(|| LineKind::of(&records.as_slice()[..n]));
+            let text = &lines.text[head.start..head.end];
+            self.line(
+                &head.stamp,
+                &head.info,
+                records.by_ref().take(n),
+                text,
+                kind,
+            );
+            after_each(self, head);
+        }
+    }
+
+    /// One line: counted for its file, shown in the log pane when `logged` (with its kind),
+    /// its records into the model and the rules.
+    fn line(
+        &mut self,
+        stamp: &Stamp,
+        info: &LineInfo,
+        records: impl ExactSizeIterator<Item = Record>,
+        text: &[u8],
+        logged: Option<LineKind>,
+    ) {
+        if let Some(kind) = logged {
+            self.model.line(stamp.source, stamp.line, text, kind);
+        }
+        let stats = &mut self.source(stamp.source).stats;
+        match info.rejected {
+            Some(what) => stats.reject(stamp.line, what, text),
+            None => stats.count(stamp.line, text, info, records.len()),
+        }
+        for rec in records {
+            self.record(stamp, rec);
+        }
+    }
+
+    /// The end of the input, whatever the mode (a report's files read, a replay finished, a
+    /// headless run stopped): open timing blocks close, and active alerts take the words of
+    /// the final state.
+    pub fn finish(&mut self) {
+        self.model.finish();
+        self.diagnosis.refresh(&self.model);
+    }
+
+    /// One record into the model, then the rules it concerns.
+    pub fn record(&mut self, stamp: &Stamp, rec: Record) {
+        if self.only_run.is_some_and(|k| self.runs_started > k + 1) {
+            return;
+        }
+        let (rec, new_run) = self.model.count(stamp, rec);
+        if new_run {
+            self.runs_started += 1;
+            if self.only_run.is_some_and(|k| self.runs_started > k + 1) {
+                // The run kept ended here: what follows is another's.
+                return;
+            }
+        }
+        let Some(rec) = rec else {
+            return;
+        };
+        if new_run {
+            let alerts = self.diagnosis.run_alerts().count() as u64;
+            self.diagnosis.new_run(
+                self.model.merged.last_step,
+                self.model.last_time.unwrap_or(0.0),
+            );
+            self.model.new_run(alerts);
+        }
+        let trigger = Trigger::of(&rec);
+        self.model.apply(stamp, rec);
+        if let Some(t) = trigger {
+            self.diagnosis.after(&self.model, t);
+        }
+    }
+
+    /// One hardware sample into the model, then the hardware rules.
+    pub fn sample(&mut self, sample: Sample) {
+        let time = sample.time;
+        self.model.apply_sample(sample);
+        self.diagnosis.after(&self.model, Trigger::Sample(time));
+    }
+
+    /// True once every file known so far has had its history read.
+    pub fn caught_up(&self) -> bool {
+        !self.sources.is_empty() && self.sources.iter().all(|s| s.caught_up)
+    }
+
+    fn source(&mut self, index: usize) -> &mut SourceView {
+        if self.sources.len() <= index {
+            self.sources.resize_with(index + 1, SourceView::default);
+        }
+        &mut self.sources[index]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Stamp;
+    use crate::parse::LineInfo;
+    use crate::parse::record::{Format, Record, StepRecord};
+
+    fn line(source: usize, line: u64, time: f64, step: Option<u64>) -> Msg {
+        let records = step
+            .map(|s| {
+                Record::Step(StepRecord {
+                    step: Some(s),
+                    step_time_ms: Some(500.0),
+                    ..StepRecord::default()
+                })
+            })
+            .into_iter()
+            .collect();
+        Msg::Line {
+            stamp: Stamp {
+                time,
+                real_time: true,
+                source,
+                line,
+                rank: 0,
+            },
+            info: LineInfo {
+                format: step.map(|_| Format::KeyValue),
+                ..LineInfo::default()
+            },
+            records,
+            text: format!("line {line}"),
+            arrival: Some(time),
+        }
+    }
+
+    #[test]
+    fn lines_reach_the_model_and_the_source_counts() {
+        let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+        assert!(m.apply(Msg::Opened {
+            source: 1,
+            path: "b.log".into()
+        }));
+        assert!(m.apply(line(1, 1, 10.0, Some(7))));
+        assert!(m.apply(line(1, 2, 10.5, None)));
+        assert_eq!(m.model.merged.last_step, Some(7));
+        assert_eq!(m.sources.len(), 2);
+        let b = &m.sources[1];
+        assert_eq!(
+            (b.path.as_str(), b.stats.records, b.stats.unparsed),
+            ("b.log", 1, 1)
+        );
+        assert!(!m.caught_up());
+        m.apply(Msg::CaughtUp { source: 0 });
+        m.apply(Msg::CaughtUp { source: 1 });
+        assert!(m.caught_up());
+    }
+
+    #[test]
+    fn a_followed_files_rejected_lines_are_counted_as_report_counts_them() {
+        // Steps 1..30, then one that goes back to 12 with nothing to explain it, then 31.
+        let mut feed = crate::input::ingest::Feed::new(0, "train.log", Default::default());
+        let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+        let mut text: Vec<String> = (1..=30)
+            .map(|s| format!("step {s}/100 | loss=1.0 | time=100.0ms"))
+            .collect();
+        text.push("step 12/100 | loss=1.0 | time=100.0ms".into());
+        text.push("step 31/100 | loss=1.0 | time=100.0ms".into());
+        for (i, line) in text.iter().enumerate() {
+            m.apply(feed.message(i as u64 + 1, line.as_bytes(), None));
+        }
+        let live = &m.sources[0].stats;
+        assert_eq!(live.rejected, 1);
+        assert_eq!(
+            live.first_rejected,
+            Some((
+                31,
+                "a step that goes back with no restart to explain it",
+                "step 12/100 | loss=1.0 | time=100.0ms".to_string()
+            ))
+        );
+        // The monitor's count is the feed's own, as `report` gives it.
+        assert_eq!(live, &feed.stats);
+        assert_eq!(m.model.merged.last_step, Some(31));
+    }
+
+    #[test]
+    fn the_same_messages_give_the_same_state() {
+        let msgs: Vec<Msg> = (1..50).map(|i| line(0, i, i as f64, Some(i))).collect();
+        let run = |msgs: &[Msg]| {
+            let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+            for msg in msgs {
+                m.apply(msg.clone());
+            }
+            format!("{:?}", m.model)
+        };
+        assert_eq!(run(&msgs), run(&msgs));
+    }
+}

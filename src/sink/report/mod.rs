@@ -1,0 +1,688 @@
+//! `steptop report`: whole files through the same parser and model, summarised once. The JSON
+//! form is a versioned schema (see README); text is for a terminal, markdown for an issue.
+
+mod html;
+mod markdown;
+pub mod probe;
+mod text;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::common::error::Error;
+use crate::diagnose::checklist::{self, Item};
+use crate::diagnose::{Alert, Diagnosis};
+use crate::input::ingest;
+use crate::input::ingest::Feed;
+use crate::input::recording;
+use crate::model::breakdown::{Breakdown, Over};
+use crate::model::ranks::RankSpread;
+use crate::model::run::{LossTrack, RankState};
+use crate::model::window::RunStats;
+use crate::model::{Facts, Model};
+use crate::monitor::Monitor;
+use crate::parse::record::SummaryRecord;
+use crate::settings::config::Config;
+
+pub(crate) use html::{Curve, Draw, chart, esc as html_escape, page_start, share_bar};
+pub use html::{Curves, render as render_html};
+pub use markdown::render as render_markdown;
+pub use text::render as render_text;
+
+/// Bumped on any change a consumer of the JSON would notice.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The files read, the model they built and its diagnosis.
+pub struct Analysis {
+    pub model: Model,
+    pub diagnosis: Diagnosis,
+    pub feeds: Vec<Feed>,
+}
+
+/// Reads every file whole, in the order given, into one model and its diagnosis.
+pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
+    analyze_run(paths, cfg, None)
+}
+
+/// As `analyze`, keeping only run `run` (0 the first) where the files hold several.
+pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Result<Analysis, Error> {
+    let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
+    model.only_run = run;
+    let mut feeds = Vec::with_capacity(paths.len());
+    for path in paths {
+        if recording::is_recording(path) {
+            replay_recording(path, cfg, &mut model, &mut feeds)?;
+            continue;
+        }
+        let mut feed = Feed::new(
+            feeds.len(),
+            &path.display().to_string(),
+            cfg.patterns.clone(),
+        );
+        feed.set_year_reference(crate::input::file::modified(path));
+        ingest::read_file(path, &mut feed, &mut |lines| {
+            model.lines(lines, &mut |_, _| {})
+        })
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+        feeds.push(feed);
+    }
+    model.finish();
+    Ok(Analysis {
+        model: model.model,
+        diagnosis: model.diagnosis,
+        feeds,
+    })
+}
+
+/// A recording's lines through one feed per recorded file (at their recorded arrival times),
+/// and its samples into the model, as a replay sends them.
+fn replay_recording(
+    path: &std::path::Path,
+    cfg: &Config,
+    model: &mut Monitor,
+    feeds: &mut Vec<Feed>,
+) -> Result<(), Error> {
+    let read =
+        crate::input::replay::messages(&[path], &cfg.patterns, feeds.len(), &mut |msg, _| {
+            model.apply(msg);
+        })?;
+    feeds.extend(read);
+    Ok(())
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub sources: Vec<SourceOut>,
+    /// The most frequent shapes of the lines nothing read (numbers folded to `N`), with one
+    /// example each: what steptop skipped, to write a `[[pattern]]` for.
+    pub unparsed_shapes: Vec<UnparsedOut>,
+    /// Runs that ended earlier in the same file (its step count went back: an appended run,
+    /// a restart, a resume): the report covers the last one, and lists these.
+    pub earlier_runs: Vec<RunOut>,
+    /// Earlier runs past the ones listed.
+    pub earlier_runs_dropped: u64,
+    /// Set when the files look like separate runs (each starts at the same first step): a
+    /// sentence pointing to `steptop compare`.
+    pub separate_runs: Option<String>,
+    pub steps: StepsOut,
+    pub progress: ProgressOut,
+    pub step_time_ms: Option<Quantiles>,
+    pub data_time_ms: Option<Quantiles>,
+    pub data_share: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub iters_per_s: Option<f64>,
+    pub tokens_per_s: Option<f64>,
+    /// Tokens per second of one GPU: printed (`tgs`), or the job's over its GPUs.
+    pub tokens_per_gpu_s: Option<f64>,
+    /// The model FLOPs utilisation the log printed last, a percentage.
+    pub mfu_pct: Option<f64>,
+    /// How each of those figures was had, in words: printed, worked out (from which sizes,
+    /// what assumed), or missing and why.
+    pub basis: crate::model::basis::BasisOut,
+    pub stages: Vec<StageOut>,
+    /// Stage lines left out of the per-name figures: their name came after 256 others.
+    pub stage_lines_dropped: u64,
+    pub forward_ms: Option<f64>,
+    pub unlogged_ms: Option<f64>,
+    /// Where a step's time goes: every figure text and markdown print comes from here.
+    pub breakdown: BreakdownOut,
+    /// How the timing blocks' totals were read (most blocks), in a sentence.
+    pub timing_reading: Option<String>,
+    pub cache: Option<CacheOut>,
+    pub loss: LossTrack,
+    pub last: LastOut,
+    /// Every rank up to `RANKS_LISTED`; past that, the `SLOWEST_SHOWN` slowest (the spread
+    /// says the rest).
+    pub ranks: Vec<RankOut>,
+    /// With two ranks or more: p50/p95/max of the ranks' step time and lag, the slowest.
+    pub rank_spread: Option<RankSpread>,
+    pub config: Facts,
+    pub summary: Option<SummaryRecord>,
+    pub host_memory: Option<HostMemOut>,
+    pub events: Vec<EventOut>,
+    pub event_counts: Vec<EventCount>,
+    /// The one active alert to fix first; null when none is active.
+    pub verdict: Option<Alert>,
+    /// The alerts kept, in the order raised, with their first and last step and clear time:
+    /// every active one, the first 50 and the latest up to 500 in all.
+    pub alerts: Vec<Alert>,
+    /// Old cleared alerts no longer listed (counted in `alert_counts`).
+    pub alerts_retired: u64,
+    /// Alerts ever raised, per rule.
+    pub alert_counts: Vec<AlertCount>,
+    pub checklist: Vec<Item>,
+    /// What the hardware samples of a recording said; null for plain logs.
+    pub hardware: Option<HardwareOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AlertCount {
+    pub rule: &'static str,
+    pub raised: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HardwareOut {
+    pub samples: u64,
+    pub gpus: Vec<GpuOut>,
+    pub host_cpu_pct: Option<Quantiles>,
+    /// The host's used memory at its highest, in bytes.
+    pub host_mem_peak_bytes: Option<f64>,
+    pub trainer_cpu_pct: Option<Quantiles>,
+    pub busiest_thread_cpu_pct: Option<Quantiles>,
+    /// DataLoader workers seen per sample.
+    pub workers: Option<Quantiles>,
+    /// The last sample's reason for having no GPU readings.
+    pub gpu_error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GpuOut {
+    pub index: u32,
+    /// For a MIG device, its number under GPU `index`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig_device: Option<u32>,
+    /// `1`, or `1:0` for MIG device 0 of GPU 1.
+    pub id: String,
+    pub name: String,
+    pub util_pct: Option<Quantiles>,
+    pub power_w: Option<Quantiles>,
+    pub power_limit_w: Option<f64>,
+    pub mem_used_bytes: Option<Quantiles>,
+    pub mem_total_bytes: Option<u64>,
+    /// It had fallen off the bus at the last sample.
+    pub failed: bool,
+}
+
+fn hardware(m: &Model) -> Option<HardwareOut> {
+    let h = &m.hardware;
+    if h.samples == 0 {
+        return None;
+    }
+    Some(HardwareOut {
+        samples: h.samples,
+        gpus: h
+            .gpus
+            .iter()
+            .map(|((index, mig_device), g)| GpuOut {
+                index: *index,
+                mig_device: *mig_device,
+                id: g.id.clone(),
+                name: g.name.clone(),
+                util_pct: Quantiles::of(&g.util_pct),
+                power_w: Quantiles::of(&g.power_w),
+                power_limit_w: g.power_limit_w,
+                mem_used_bytes: Quantiles::of(&g.mem_used_bytes),
+                mem_total_bytes: g.mem_total_bytes,
+                failed: g.failed,
+            })
+            .collect(),
+        host_cpu_pct: Quantiles::of(&h.host_cpu_pct),
+        host_mem_peak_bytes: h.host_mem_used_bytes.max(),
+        trainer_cpu_pct: Quantiles::of(&h.trainer_cpu_pct),
+        busiest_thread_cpu_pct: Quantiles::of(&h.busiest_thread_cpu_pct),
+        workers: Quantiles::of(&h.workers),
+        gpu_error: h.latest().and_then(|s| s.gpu_error.clone()),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct SourceOut {
+    pub path: String,
+    pub format: Option<&'static str>,
+    pub lines: u64,
+    pub records: u64,
+    pub unparsed: u64,
+    /// Lines with impossible figures (counted in `unparsed` too).
+    pub rejected: u64,
+    /// The first of them, when there is one.
+    pub first_rejected: Option<RejectedOut>,
+    pub rank: Option<u32>,
+    /// The first step the file logs.
+    pub first_step: Option<u64>,
+}
+
+/// One shape of unparsed lines, across the files.
+#[derive(Debug, Serialize)]
+pub struct UnparsedOut {
+    pub shape: String,
+    pub count: u64,
+    /// The first line of that shape: its file, line number and text.
+    pub source: String,
+    pub line: u64,
+    pub example: String,
+}
+
+/// A run that ended before the one the report covers, in the same file.
+#[derive(Debug, Serialize)]
+pub struct RunOut {
+    pub source: String,
+    #[serde(flatten)]
+    pub run: crate::model::runs::RunSummary,
+}
+
+/// Unparsed shapes a report lists.
+const UNPARSED_SHAPES_SHOWN: usize = 5;
+
+/// The most frequent unparsed shapes over every file, the first example of each.
+fn unparsed_shapes(feeds: &[Feed]) -> Vec<UnparsedOut> {
+    let mut all: std::collections::HashMap<&str, UnparsedOut> = Default::default();
+    for feed in feeds {
+        for (shape, s) in feed.stats.unparsed_shapes.iter() {
+            all.entry(shape)
+                .and_modify(|o| o.count += s.count)
+                .or_insert_with(|| UnparsedOut {
+                    shape: shape.to_string(),
+                    count: s.count,
+                    source: feed.path.clone(),
+                    line: s.line,
+                    example: s.example.clone(),
+                });
+        }
+    }
+    let mut out: Vec<UnparsedOut> = all.into_values().collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.shape.cmp(&b.shape)));
+    out.truncate(UNPARSED_SHAPES_SHOWN);
+    out
+}
+
+/// A line refused because its figures cannot be true.
+#[derive(Debug, Serialize)]
+pub struct RejectedOut {
+    pub line: u64,
+    /// What cannot be true (`a step number that overflows`, `a negative or infinite rate`).
+    pub why: &'static str,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StepsOut {
+    pub count: u64,
+    pub first: Option<u64>,
+    pub last: Option<u64>,
+    pub total: Option<u64>,
+}
+
+impl StepsOut {
+    /// ` (steps 950..989 of 8880)`, as every format words it; empty without steps.
+    pub fn range(&self) -> String {
+        match (self.first, self.last, self.total) {
+            (Some(first), Some(last), Some(total)) => {
+                format!(" (steps {first}..{last} of {total})")
+            }
+            (Some(first), Some(last), None) => format!(" (steps {first}..{last})"),
+            _ => String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProgressOut {
+    pub epoch: Option<f64>,
+    /// The run reached its planned last step (`steps.total`).
+    pub finished: bool,
+    /// Our own estimate: steps left times the recent median step time.
+    pub eta_s: Option<f64>,
+    /// The last ETA the log printed.
+    pub logged_eta_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Clone, Copy)]
+pub struct Quantiles {
+    pub p50: f64,
+    pub p95: f64,
+    pub mean: f64,
+}
+
+impl Quantiles {
+    fn of(s: &RunStats) -> Option<Quantiles> {
+        Some(Quantiles {
+            p50: s.quantile(0.5)?,
+            p95: s.quantile(0.95)?,
+            mean: s.mean()?,
+        })
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageOut {
+    pub name: String,
+    pub depth: u8,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    /// Share of the forward time (0..1).
+    pub share: Option<f64>,
+    /// Recent mean over the run's own early mean.
+    pub trend: Option<f64>,
+}
+
+/// A step split into its logged parts and the rest, over the whole run.
+#[derive(Debug, Serialize)]
+pub struct BreakdownOut {
+    /// Mean step time.
+    pub step_ms: Option<f64>,
+    /// In step order: the data wait, the forward, the other logged parts, the unlogged rest.
+    pub parts: Vec<PartOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PartOut {
+    pub name: String,
+    /// `data`, `forward`, `loss`, `backward`, `optimizer`, `copy`, `stage` (a piece outside
+    /// the forward) or `unlogged`.
+    pub role: &'static str,
+    pub ms: Option<f64>,
+    /// Of the mean step (the data part: its paired data share).
+    pub share: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CacheOut {
+    pub hit_rate: Option<f64>,
+    pub recent_hit_rate: Option<f64>,
+    pub hits: Option<u64>,
+    pub misses: Option<u64>,
+    pub items: Option<u64>,
+    pub memory_used_mb: Option<f64>,
+    pub memory_total_mb: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LastOut {
+    pub lr: Option<f64>,
+    /// The batch size the step lines printed last (`bs 8`).
+    pub batch_size: Option<f64>,
+    pub grad_norm: Option<f64>,
+    pub loss_scale: Option<f64>,
+    pub mfu_pct: Option<f64>,
+    pub memory_mb: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RankOut {
+    pub rank: u32,
+    pub steps: u64,
+    pub last: Option<u64>,
+    pub step_time_ms: Option<Quantiles>,
+    pub data_share: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HostMemOut {
+    pub step: Option<u64>,
+    pub process_mb: Option<f64>,
+    pub process_pct: Option<f64>,
+    pub system_used_mb: Option<f64>,
+    pub system_total_mb: Option<f64>,
+    pub system_pct: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EventOut {
+    pub kind: &'static str,
+    pub source: String,
+    pub line: u64,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EventCount {
+    pub kind: &'static str,
+    pub count: u64,
+}
+
+impl Report {
+    /// Summarises an analysis.
+    pub fn build(a: &Analysis) -> Report {
+        let m = &a.model;
+        let g = &m.merged;
+        let b = m.step_breakdown(Over::Run);
+        let forward = b.forward_ms;
+        let hottest = m.stages.hottest();
+        let cache = &m.cache;
+        let f = &m.facts;
+        let spread = m.rank_spread(SLOWEST_SHOWN);
+        Report {
+            schema_version: SCHEMA_VERSION,
+            sources: a
+                .feeds
+                .iter()
+                .map(|feed| SourceOut {
+                    path: feed.path.clone(),
+                    format: feed.format().map(|f| f.name()),
+                    lines: feed.stats.lines,
+                    records: feed.stats.records,
+                    unparsed: feed.stats.unparsed,
+                    rejected: feed.stats.rejected,
+                    first_rejected: feed.stats.first_rejected.as_ref().map(|(line, why, text)| {
+                        RejectedOut {
+                            line: *line,
+                            why,
+                            text: text.clone(),
+                        }
+                    }),
+                    rank: feed.rank(),
+                    first_step: feed.first_step(),
+                })
+                .collect(),
+            unparsed_shapes: unparsed_shapes(&a.feeds),
+            earlier_runs: m
+                .runs
+                .iter()
+                .map(|r| RunOut {
+                    source: a
+                        .feeds
+                        .get(r.source)
+                        .map(|f| f.path.clone())
+                        .unwrap_or_default(),
+                    run: r.clone(),
+                })
+                .collect(),
+            earlier_runs_dropped: m.runs_dropped,
+            separate_runs: separate_runs(&a.feeds),
+            steps: StepsOut {
+                count: g.records,
+                first: m.ranks.values().filter_map(|r| r.first_step).min(),
+                last: m.ranks.values().filter_map(|r| r.last_step).max(),
+                total: g.total.or(f.total_steps),
+            },
+            progress: ProgressOut {
+                epoch: g.epoch,
+                finished: g.finished(),
+                eta_s: g.eta_s(m.cfg.window_steps),
+                logged_eta_s: g.logged_eta_s,
+            },
+            step_time_ms: Quantiles::of(&g.step_time_ms.run).map(|q| Quantiles {
+                mean: g.mean_step_ms().unwrap_or(q.mean),
+                ..q
+            }),
+            data_time_ms: Quantiles::of(&g.data_time_ms.run),
+            data_share: b.data_share,
+            samples_per_s: g.samples_per_s.run.quantile(0.5),
+            iters_per_s: g.iters_per_s.run.quantile(0.5),
+            tokens_per_s: g.tokens_per_s.run.quantile(0.5),
+            tokens_per_gpu_s: g.tokens_per_gpu_s.run.quantile(0.5),
+            mfu_pct: g.mfu_pct,
+            basis: m.basis.describe(
+                f,
+                g.logged_avg_step_ms.is_some(),
+                m.stages.run_data_ms.is_some(),
+            ),
+            stage_lines_dropped: m.stages.names_dropped,
+            stages: hottest
+                .iter()
+                .filter_map(|s| {
+                    let mean = s.ms.mean()?;
+                    Some(StageOut {
+                        name: s.name.clone(),
+                        depth: s.depth,
+                        mean_ms: mean,
+                        p50_ms: s.ms.quantile(0.5)?,
+                        share: forward.filter(|f| *f > 0.0).map(|f| mean / f),
+                        trend: s.trend(m.cfg.window_steps),
+                    })
+                })
+                .collect(),
+            forward_ms: forward,
+            unlogged_ms: b.unlogged_ms,
+            breakdown: breakdown_out(&b),
+            timing_reading: m.stages.reading(),
+            cache: (cache.readings > 0 || cache.printed_rate.is_some() || cache.items.is_some())
+                .then(|| CacheOut {
+                    hit_rate: cache.hit_rate(),
+                    recent_hit_rate: cache.recent_hit_rate,
+                    hits: cache.hits,
+                    misses: cache.misses,
+                    items: cache.items,
+                    memory_used_mb: cache.memory_used_mb,
+                    memory_total_mb: cache.memory_total_mb,
+                }),
+            loss: g.loss_track,
+            last: LastOut {
+                lr: g.lr,
+                batch_size: g.batch_size,
+                grad_norm: g.grad_norm,
+                loss_scale: g.loss_scale,
+                mfu_pct: g.mfu_pct,
+                memory_mb: g.memory_mb,
+            },
+            ranks: ranks_out(m, spread.as_ref()),
+            rank_spread: spread,
+            config: f.clone(),
+            summary: (m.summary != SummaryRecord::default()).then(|| m.summary.clone()),
+            host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
+                step: h.step,
+                process_mb: h.process_mb,
+                process_pct: h.process_pct,
+                system_used_mb: h.system_used_mb,
+                system_total_mb: h.system_total_mb,
+                system_pct: h.system_pct,
+            }),
+            events: m
+                .events
+                .iter()
+                .map(|e| EventOut {
+                    kind: e.kind.name(),
+                    source: if e.source == crate::model::HARDWARE_SOURCE {
+                        "hardware".to_string()
+                    } else {
+                        a.feeds
+                            .get(e.source)
+                            .map(|f| f.path.clone())
+                            .unwrap_or_default()
+                    },
+                    line: e.line,
+                    text: e.text.clone(),
+                })
+                .collect(),
+            event_counts: m
+                .event_counts
+                .iter()
+                .map(|(k, n)| EventCount {
+                    kind: k.name(),
+                    count: *n,
+                })
+                .collect(),
+            verdict: a.diagnosis.verdict().cloned(),
+            alerts: a.diagnosis.run_alerts().cloned().collect(),
+            alerts_retired: a.diagnosis.alerts_retired,
+            alert_counts: a
+                .diagnosis
+                .raised_by_rule()
+                .map(|(rule, raised)| AlertCount { rule, raised })
+                .collect(),
+            checklist: checklist::evaluate(m, &a.diagnosis),
+            hardware: hardware(m),
+        }
+    }
+}
+
+/// The breakdown's rows in step order, each with its share of the mean step.
+fn breakdown_out(b: &Breakdown) -> BreakdownOut {
+    let share = |ms: Option<f64>| Some(ms? / b.step_ms.filter(|s| *s > 0.0)?);
+    let mut parts = Vec::new();
+    if b.data_ms.is_some() {
+        parts.push(PartOut {
+            name: "data loading".into(),
+            role: "data",
+            ms: b.data_ms,
+            share: b.data_share,
+        });
+    }
+    if b.forward_ms.is_some() {
+        parts.push(PartOut {
+            name: "forward".into(),
+            role: "forward",
+            ms: b.forward_ms,
+            share: share(b.forward_ms),
+        });
+    }
+    for p in &b.parts {
+        parts.push(PartOut {
+            name: p.name.to_string(),
+            role: p.role.name(),
+            ms: Some(p.ms),
+            share: share(Some(p.ms)),
+        });
+    }
+    if b.unlogged_ms.is_some() {
+        parts.push(PartOut {
+            name: "unlogged".into(),
+            role: "unlogged",
+            ms: b.unlogged_ms,
+            share: share(b.unlogged_ms),
+        });
+    }
+    BreakdownOut {
+        step_ms: b.step_ms,
+        parts,
+    }
+}
+
+/// A sentence when the files look like separate runs: two or more files with steps, each of
+/// them starting at the same step, and none tagged with a rank (ranks of one run start
+/// together too).
+fn separate_runs(feeds: &[Feed]) -> Option<String> {
+    let firsts: Vec<u64> = feeds.iter().filter_map(Feed::first_step).collect();
+    let ranked = feeds.iter().any(|f| f.rank().is_some());
+    if firsts.len() < 2 || ranked || firsts.iter().any(|s| *s != firsts[0]) {
+        return None;
+    }
+    Some(format!(
+        "these {} files each start at step {}: they look like separate runs, read here as one; \
+         `steptop compare` puts runs side by side",
+        firsts.len(),
+        firsts[0]
+    ))
+}
+
+/// Ranks listed one by one in a report; a job with more is shown as its spread.
+const RANKS_LISTED: usize = 256;
+/// The slowest ranks named, by number.
+const SLOWEST_SHOWN: usize = 8;
+
+/// Every rank, or past `RANKS_LISTED` the slowest ones of `spread`, in rank order.
+fn ranks_out(m: &Model, spread: Option<&RankSpread>) -> Vec<RankOut> {
+    if m.ranks.len() <= RANKS_LISTED {
+        return m.ranks.iter().map(|(rank, r)| rank_out(*rank, r)).collect();
+    }
+    let mut slow: Vec<u32> = spread
+        .map(|s| s.slowest.iter().map(|r| r.rank).collect())
+        .unwrap_or_default();
+    slow.sort_unstable();
+    slow.iter()
+        .filter_map(|r| Some(rank_out(*r, m.ranks.get(r)?)))
+        .collect()
+}
+
+fn rank_out(rank: u32, r: &RankState) -> RankOut {
+    RankOut {
+        rank,
+        steps: r.records,
+        last: r.last_step,
+        step_time_ms: Quantiles::of(&r.step_time_ms.run),
+        data_share: r.data_share(),
+    }
+}

@@ -1,0 +1,132 @@
+//! One file per pane, each with `render(frame, area, &View)`: shared references only, the
+//! same parameter order everywhere. A pane asks the theme for roles and never names a colour.
+
+pub mod alerts;
+pub mod breakdown;
+pub mod details;
+pub mod gpus;
+pub mod header;
+pub mod help;
+pub mod history;
+pub mod host;
+pub mod log;
+pub mod stages;
+
+use std::borrow::Cow;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders};
+
+use super::state::UiState;
+use crate::common::display::{self, Tabs};
+use crate::monitor::Monitor;
+use crate::settings::theme::{Role, Theme};
+
+/// The panes, in focus order (the header takes no focus).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    Header,
+    Alerts,
+    Breakdown,
+    History,
+    Stages,
+    Gpus,
+    Host,
+    Log,
+}
+
+/// The panes Tab moves through, in order.
+const FOCUSABLE: [Pane; 7] = [
+    Pane::Alerts,
+    Pane::Breakdown,
+    Pane::History,
+    Pane::Stages,
+    Pane::Gpus,
+    Pane::Host,
+    Pane::Log,
+];
+
+impl Pane {
+    pub fn next(self) -> Pane {
+        let i = FOCUSABLE.iter().position(|p| *p == self).unwrap_or(0);
+        FOCUSABLE[(i + 1) % FOCUSABLE.len()]
+    }
+
+    pub fn prev(self) -> Pane {
+        let i = FOCUSABLE.iter().position(|p| *p == self).unwrap_or(0);
+        FOCUSABLE[(i + FOCUSABLE.len() - 1) % FOCUSABLE.len()]
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Header => "steptop",
+            Pane::Alerts => "verdict",
+            Pane::Breakdown => "step breakdown",
+            Pane::History => "history",
+            Pane::Stages => "forward stages",
+            Pane::Gpus => "GPUs",
+            Pane::Host => "host",
+            Pane::Log => "log",
+        }
+    }
+}
+
+/// Everything a pane may read: the monitor (or its paused copy), the UI state, the theme, and
+/// how long ago the last step arrived by the loop's clock (None in replays and tests).
+pub struct View<'a> {
+    pub mon: &'a Monitor,
+    pub ui: &'a UiState,
+    pub theme: &'a Theme,
+    pub step_age: Option<f64>,
+}
+
+impl View<'_> {
+    pub fn style(&self, role: Role) -> Style {
+        self.theme.style(role)
+    }
+
+    /// Every pane's text goes through here, so this is where log text is shown (see
+    /// `display::shown`): a stage name with a right-to-left override cannot reorder a row.
+    pub fn span<'s>(&self, text: impl Into<Cow<'s, str>>, role: Role) -> Span<'s> {
+        let text = match text.into() {
+            Cow::Borrowed(t) => display::shown(t, Tabs::Space),
+            Cow::Owned(t) => Cow::Owned(display::shown_owned(t, Tabs::Space)),
+        };
+        Span::styled(text, self.style(role))
+    }
+
+    /// A pane's frame: one rule on top with its title (extra words after it, muted), in the
+    /// focused colour when it has the focus. Side borders would cost two columns at 80x24.
+    pub fn block<'s>(&self, pane: Pane, extra: String) -> Block<'s> {
+        let border = if self.ui.focus == pane {
+            Role::BorderFocused
+        } else {
+            Role::Border
+        };
+        let mut title = vec![self.span(format!(" {} ", pane.title()), Role::Title)];
+        if !extra.is_empty() {
+            title.push(self.span(format!("{extra} "), Role::Muted));
+        }
+        Block::default()
+            .borders(Borders::TOP)
+            .border_style(self.style(border))
+            .title(Line::from(title))
+    }
+}
+
+/// Draws one pane.
+pub fn render(f: &mut Frame, pane: Pane, area: Rect, v: &View) {
+    match pane {
+        Pane::Header => header::render(f, area, v),
+        Pane::Alerts => alerts::render(f, area, v),
+        Pane::Breakdown => breakdown::render(f, area, v),
+        Pane::History => history::render(f, area, v),
+        Pane::Stages => stages::render(f, area, v),
+        Pane::Gpus => gpus::render(f, area, v),
+        Pane::Host => host::render(f, area, v),
+        Pane::Log => log::render(f, area, v),
+    }
+}

@@ -1,0 +1,162 @@
+//! Small drawing helpers the panes share: time-bucketed columns, sparklines, bars. Columns are
+//! anchored to absolute time, so a chart shifts only when a whole column of time has passed:
+//! between shifts, only the newest column is redrawn, which keeps the bytes sent over ssh low.
+
+use crate::common::display::{self, Tabs};
+use crate::diagnose::Severity;
+use crate::settings::theme::Role;
+
+/// Seconds per column, picked from a ladder of round values so the grain changes rarely as a
+/// run grows.
+const LADDER: [f64; 16] = [
+    1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0,
+    14400.0, 43200.0,
+];
+
+/// The column width for `span` seconds over `width` columns.
+pub fn column_seconds(span: f64, width: usize) -> f64 {
+    let want = span / width.max(1) as f64;
+    LADDER
+        .iter()
+        .copied()
+        .find(|s| *s >= want)
+        .unwrap_or(LADDER[LADDER.len() - 1])
+}
+
+/// Means of timestamped values in `width` columns of `col` seconds, the last column holding
+/// `end`; None for a column with no value. `points` are oldest first.
+pub fn columns(
+    points: impl Iterator<Item = (f64, f64)>,
+    end: f64,
+    col: f64,
+    width: usize,
+) -> Vec<Option<f64>> {
+    let mut sums = vec![(0.0, 0u32); width];
+    let last = (end / col).floor();
+    for (t, v) in points {
+        let back = last - (t / col).floor();
+        if back < 0.0 || back >= width as f64 || !v.is_finite() {
+            continue;
+        }
+        let slot = &mut sums[width - 1 - back as usize];
+        slot.0 += v;
+        slot.1 += 1;
+    }
+    sums.into_iter()
+        .map(|(s, n)| (n > 0).then(|| s / f64::from(n)))
+        .collect()
+}
+
+const EIGHTHS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// One row of block characters scaled to `max`; a gap stays blank, a tiny value shows as ▁.
+pub fn sparkline(values: &[Option<f64>], max: f64) -> String {
+    values
+        .iter()
+        .map(|v| match v {
+            None => ' ',
+            Some(v) if max > 0.0 => {
+                let i = ((v / max).clamp(0.0, 1.0) * 8.0).round() as usize;
+                EIGHTHS[i.max(1)]
+            }
+            Some(_) => EIGHTHS[1],
+        })
+        .collect()
+}
+
+/// The block character for the part of a column between `row` and `row + 1` (in cells from
+/// the bottom) of a bar `height` cells tall.
+pub fn column_cell(height: f64, row: usize) -> char {
+    let fill = ((height - row as f64).clamp(0.0, 1.0) * 8.0).round() as usize;
+    EIGHTHS[fill]
+}
+
+/// The role a severity is shown in.
+pub fn severity_role(s: Severity) -> Role {
+    match s {
+        Severity::Crit => Role::Crit,
+        Severity::Warn => Role::Warn,
+        Severity::Info => Role::Info,
+    }
+}
+
+/// Cuts text to `width` cells, marking the cut with an ellipsis. The text is shown (see
+/// `display::shown`) first, so an escape is measured at the width it is drawn.
+pub fn fit(text: &str, width: usize) -> String {
+    let text = display::shown(text, Tabs::Space);
+    if display::width(&text) <= width {
+        return text.into_owned();
+    }
+    let mut s = display::truncate(&text, width.saturating_sub(1)).to_string();
+    if width > 0 {
+        s.push('…');
+    }
+    s
+}
+
+/// `4s`, `3m`, `2h`, `5d`: how long ago, coarsely, so the header does not change every second
+/// once the moment is long past.
+pub fn ago(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    if s < 60.0 {
+        format!("{s:.0}s")
+    } else if s < 3600.0 {
+        format!("{:.0}m", (s / 60.0).floor())
+    } else if s < 86_400.0 {
+        format!("{:.0}h", (s / 3600.0).floor())
+    } else {
+        format!("{:.0}d", (s / 86_400.0).floor())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_anchored_to_absolute_time() {
+        let pts = [
+            (100.0, 1.0),
+            (101.0, 3.0),
+            (104.0, 5.0),
+            (109.9, 7.0),
+            (95.0, 9.0),
+        ];
+        let c = columns(pts.into_iter(), 109.9, 5.0, 3);
+        assert_eq!(c, vec![Some(9.0), Some(3.0), Some(7.0)]);
+        // A little later, within the same column: the older columns are unchanged.
+        let c2 = columns(pts.into_iter(), 109.95, 5.0, 3);
+        assert_eq!(c, c2);
+    }
+
+    #[test]
+    fn the_grain_comes_from_the_ladder() {
+        assert_eq!(column_seconds(100.0, 60), 2.0);
+        assert_eq!(column_seconds(3600.0, 60), 60.0);
+        assert_eq!(column_seconds(1e9, 60), 43200.0);
+        assert_eq!(column_seconds(0.0, 0), 1.0);
+    }
+
+    #[test]
+    fn sparklines_and_columns_scale() {
+        assert_eq!(
+            sparkline(&[None, Some(0.0), Some(5.0), Some(10.0)], 10.0),
+            " ▁▄█"
+        );
+        assert_eq!(column_cell(2.5, 0), '█');
+        assert_eq!(column_cell(2.5, 2), '▄');
+        assert_eq!(column_cell(2.5, 3), ' ');
+    }
+
+    #[test]
+    fn text_is_fitted_and_times_are_coarse() {
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+        assert_eq!(fit("前向传播总耗时", 6), "前向…");
+        assert_eq!(fit("VRT处理", 7), "VRT处理");
+        assert_eq!(fit("a\u{202e}b", 20), "a\\u{202e}b");
+        assert_eq!(ago(42.4), "42s");
+        assert_eq!(ago(3599.0), "59m");
+        assert_eq!(ago(7300.0), "2h");
+    }
+}
