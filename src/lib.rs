@@ -65,8 +65,8 @@ pub mod testing {
     pub use crate::sink::headless::line::{Status, status_text};
     pub use crate::sink::ui::action::{Action, KEYMAP, bindings};
     pub use crate::sink::ui::draw;
-    pub use crate::sink::ui::panes::{Pane, View, render};
-    pub use crate::sink::ui::state::UiState;
+    pub use crate::sink::ui::panes::{View, render};
+    pub use crate::sink::ui::state::{Pane, UiState};
 }
 
 /// Runs one command to completion.

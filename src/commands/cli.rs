@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::sink::headless::LineFormat;
+
 pub use crate::input::replay::pace::Speed;
 
 /// steptop: where each training step's time goes, from the logs your job already writes.
@@ -100,12 +102,6 @@ pub struct OutputArgs {
     /// on loopback (127.0.0.1:9464); give an address (`0.0.0.0:9464`) to expose it.
     #[arg(long, value_name = "[HOST]:PORT", value_parser = parse_metrics_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LineFormat {
-    Text,
-    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

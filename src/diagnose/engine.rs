@@ -6,7 +6,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::params::{Basis, DiagnoseConfig};
+use super::DiagnoseConfig;
+use super::params::Basis;
 use super::rules::RULES;
 use super::view::View;
 use super::{Alert, Change, ChangeKind, Finding, Severity};
@@ -272,7 +273,7 @@ impl Diagnosis {
     /// the end of its input, so that the evidence is the final one).
     pub fn refresh(&mut self, m: &Model) {
         let cfg = Arc::clone(&self.cfg);
-        let view = View::new(m, &cfg, self.active_ids());
+        let view = View::new(m, cfg.windows(), self.active_ids());
         for (i, rule) in RULES.iter().enumerate() {
             let Some((id, _)) = self.states[i].active else {
                 continue;
@@ -288,7 +289,7 @@ impl Diagnosis {
     fn evaluate(&mut self, m: &Model, bases: &[Basis], step: Option<u64>, from_event: bool) {
         let cfg = Arc::clone(&self.cfg);
         // The active list moves into the view and back: no allocation per evaluation.
-        let mut view = View::new(m, &cfg, std::mem::take(&mut self.active_ids));
+        let mut view = View::new(m, cfg.windows(), std::mem::take(&mut self.active_ids));
         let log_time = m.last_time.unwrap_or(0.0);
         for (i, rule) in RULES.iter().enumerate() {
             if !bases.contains(&rule.basis) {

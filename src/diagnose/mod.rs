@@ -5,6 +5,7 @@
 //! Nothing here reads a clock or a file: the same model gives the same alerts.
 
 pub mod checklist;
+mod config;
 mod engine;
 pub mod params;
 pub mod rules;
@@ -12,8 +13,8 @@ pub mod view;
 
 use serde::Serialize;
 
+pub use config::{DiagnoseConfig, DiagnoseSection};
 pub use engine::{Diagnosis, Trigger};
-pub use params::{DiagnoseConfig, DiagnoseSection};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -4,7 +4,7 @@
 
 use std::cell::OnceCell;
 
-use super::params::DiagnoseConfig;
+use super::params::Windows;
 use super::{Finding, Severity};
 use crate::model::breakdown::{Breakdown, Over};
 use crate::model::sample::{GpuReading, HostReading, Sample, TrainerReading};
@@ -15,7 +15,7 @@ use crate::parse::record::HostMemRecord;
 /// computed once.
 pub struct View<'a> {
     pub m: &'a Model,
-    pub cfg: &'a DiagnoseConfig,
+    pub windows: Windows,
     /// The ids of the rules with an active alert (a few at most, so a list is quickest).
     active: Vec<&'static str>,
     /// Whether findings get their words (see `Finding`).
@@ -29,10 +29,10 @@ pub struct View<'a> {
 
 impl<'a> View<'a> {
     /// `active`: the ids of the rules with an active alert.
-    pub fn new(m: &'a Model, cfg: &'a DiagnoseConfig, active: Vec<&'static str>) -> Self {
+    pub fn new(m: &'a Model, windows: Windows, active: Vec<&'static str>) -> Self {
         View {
             m,
-            cfg,
+            windows,
             active,
             describe: true,
             step_mean: OnceCell::new(),
@@ -111,7 +111,7 @@ impl<'a> View<'a> {
     }
 
     fn steps(&self) -> usize {
-        self.cfg.window_steps
+        self.windows.steps
     }
 
     /// The window the log rules look back over.
@@ -163,7 +163,7 @@ impl<'a> View<'a> {
             .m
             .hardware
             .latest()
-            .map_or(f64::INFINITY, |s| s.time - self.cfg.window_seconds);
+            .map_or(f64::INFINITY, |s| s.time - self.windows.seconds);
         // The reading the resumed step came with was taken during the gap.
         let resumed = self.m.timeline.resumed_at.unwrap_or(f64::NEG_INFINITY);
         self.m
@@ -178,7 +178,7 @@ impl<'a> View<'a> {
     /// working run's GPUs stay quiet while it is not stepping: that is `stalled`'s.
     pub fn stepping(&self) -> bool {
         match (self.m.timeline.step_clock.flatten(), self.latest()) {
-            (Some(at), Some(now)) => now.time - at <= self.cfg.window_seconds / 2.0,
+            (Some(at), Some(now)) => now.time - at <= self.windows.seconds / 2.0,
             _ => true,
         }
     }

@@ -18,6 +18,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::record::{Format, Record};
 use super::trace::{Kind, Read, Val};
 use super::{Context, Indents, LineInfo};
+use super::{num, prefix};
 
 /// Lines of a shape parsed in full and explained before the shape is trusted.
 const CONFIRMATIONS: u8 = 3;
@@ -142,7 +143,7 @@ impl Guard {
     fn holds(&self, text: &str) -> bool {
         let v = text
             .get(self.at..self.at + self.len)
-            .and_then(|s| self.kind.read(s));
+            .and_then(|s| read_as(self.kind, s));
         Class::of(v) == self.class
     }
 }
@@ -238,7 +239,7 @@ impl Source {
         match *self {
             Source::Read {
                 at, len, kind, op, ..
-            } => op.apply(kind.read(text.get(at..at + len)?)?),
+            } => op.apply(read_as(kind, text.get(at..at + len)?)?),
             Source::KerasEpoch => before.keras_epoch.map(Val::F),
             Source::BlockStep => before.block_step.map(Val::U),
         }
@@ -816,6 +817,22 @@ impl Hasher for Premixed {
 
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
+    }
+}
+
+/// Reads `s` the way the parser did when it read the number as `kind`.
+pub(super) fn read_as(kind: Kind, s: &str) -> Option<Val> {
+    match kind {
+        Kind::Decimal => num::decimal(s).map(Val::F),
+        Kind::Integer => num::integer(s).map(Val::U),
+        Kind::Duration => num::duration_s(s).map(Val::F),
+        Kind::Timestamp => prefix::timestamp(s).map(|(t, _)| Val::F(t.secs)),
+        Kind::Float => s.parse().ok().map(Val::F),
+        Kind::Rank => prefix::rank(s).map(|r| Val::U(u64::from(r))),
+        Kind::Unfinished => {
+            let (n, total) = s.split_once('/')?;
+            (num::integer(n)? < num::integer(total)?).then_some(Val::U(1))
+        }
     }
 }
 

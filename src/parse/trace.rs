@@ -4,8 +4,6 @@
 
 use std::cell::{Cell, RefCell};
 
-use super::{num, prefix};
-
 /// A number as the parser read it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Val {
@@ -42,24 +40,6 @@ pub(crate) enum Kind {
     /// A counter `n/total` with n short of total (a running Keras epoch); fails otherwise.
     /// The parser branches on it, so the memo must see it.
     Unfinished,
-}
-
-impl Kind {
-    /// Reads `s` the way the parser did.
-    pub(crate) fn read(self, s: &str) -> Option<Val> {
-        match self {
-            Kind::Decimal => num::decimal(s).map(Val::F),
-            Kind::Integer => num::integer(s).map(Val::U),
-            Kind::Duration => num::duration_s(s).map(Val::F),
-            Kind::Timestamp => prefix::timestamp(s).map(|(t, _)| Val::F(t.secs)),
-            Kind::Float => s.parse().ok().map(Val::F),
-            Kind::Rank => prefix::rank(s).map(|r| Val::U(u64::from(r))),
-            Kind::Unfinished => {
-                let (n, total) = s.split_once('/')?;
-                (num::integer(n)? < num::integer(total)?).then_some(Val::U(1))
-            }
-        }
-    }
 }
 
 /// One read: `len` bytes at `at` in the line's text, and what they read as (None: the
@@ -121,6 +101,8 @@ pub(crate) fn reads_of<T>(text: &str, parse: impl FnOnce() -> T) -> (T, Vec<Read
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::num;
+    use crate::parse::shape::read_as;
 
     #[test]
     fn reads_inside_the_text_are_noted_with_their_place() {
@@ -132,7 +114,7 @@ mod tests {
         assert_eq!(reads.len(), 1, "{reads:?}");
         assert_eq!((reads[0].at, reads[0].len), (5, 4));
         assert!(reads[0].val.is_some_and(|v| v.same(Val::F(0.25))));
-        assert!(matches!(reads[0].kind.read("0.75"), Some(v) if v.same(Val::F(0.75))));
+        assert!(matches!(read_as(reads[0].kind, "0.75"), Some(v) if v.same(Val::F(0.75))));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Hardware readings: the GPUs through NVML (`gpu`), the host through /proc (`host`), and the
-//! training process with its DataLoader workers (`process`, found by `trainer`). A `Sampler`
-//! reads them all at once into one owned, timestamped `Sample`; `spawn` runs it on its own
-//! thread at the chosen interval and sends each sample into the inbox.
+//! training process with its DataLoader workers (`process`, found by `trainer`, past the
+//! `launcher` that started it). A `Sampler` reads them all at once into one owned, timestamped
+//! `Sample`; `spawn` runs it on its own thread at the chosen interval and sends each sample
+//! into the inbox.
 
 pub mod gpu;
 pub mod host;
+mod launcher;
 pub mod process;
 pub mod sampler;
 pub mod trainer;

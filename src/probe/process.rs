@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::trainer::launcher;
+use super::launcher::launcher;
 use super::{TrainerReading, WorkerReading};
 
 /// Processes whose smaps_rollup one slow reading reads: the kernel walks each one's page

@@ -125,7 +125,7 @@ fn low_gpu_util(v: &View, k: &Knobs) -> Option<Finding> {
     let mut f = v.graded(level, title).why(|| {
         format!(
             "mean GPU utilization {util:.0}% over the last {:.0} s",
-            v.cfg.window_seconds
+            v.windows.seconds
         )
     });
     if let Some(swing) = v.gpu_util_swing() {

@@ -60,11 +60,7 @@ fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Find
         format!(
             "data_time {data:.1} ms of a {step:.1} ms step ({}) over the last {} steps",
             pct(share),
-            v.m.merged
-                .paired_step_ms
-                .recent
-                .len()
-                .min(v.cfg.window_steps)
+            v.m.merged.paired_step_ms.recent.len().min(v.windows.steps)
         )
     });
     if let Some(swing) = v.gpu_util_swing().filter(|s| *s >= 50.0) {
@@ -224,7 +220,7 @@ fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
     f = f.why(|| {
         format!(
             "host CPU {cpu:.0}% over the last {:.0} s",
-            v.cfg.window_seconds
+            v.windows.seconds
         )
     });
     if let Some(h) = v.host() {
@@ -428,7 +424,8 @@ mod tests {
             .position(|r| r.id == "h2d_copy_bound")
             .expect("rule");
         let m = model(30.0);
-        let f = h2d_copy_bound(&View::new(&m, &cfg, Vec::new()), &cfg.rules[i]).expect("found");
+        let f = h2d_copy_bound(&View::new(&m, cfg.windows(), Vec::new()), &cfg.rules[i])
+            .expect("found");
         assert_eq!(f.enter, Some(Severity::Warn));
         assert_eq!(
             f.title,
@@ -437,6 +434,6 @@ mod tests {
         assert_eq!(f.gain, Some(0.15));
         // 10 ms of a 200 ms step is under the 10% that counts.
         let m = model(10.0);
-        assert!(h2d_copy_bound(&View::new(&m, &cfg, Vec::new()), &cfg.rules[i]).is_none());
+        assert!(h2d_copy_bound(&View::new(&m, cfg.windows(), Vec::new()), &cfg.rules[i]).is_none());
     }
 }

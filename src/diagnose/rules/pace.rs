@@ -396,7 +396,7 @@ fn straggler(v: &View, k: &Knobs) -> Option<Finding> {
     if v.m.ranks.len() < 2 && v.latest().is_none_or(|s| s.gpus.len() < 2) {
         return None;
     }
-    let n = v.cfg.window_steps;
+    let n = v.windows.steps;
     let min = k.get("min-steps") as u64;
     let ranks: Vec<(u32, f64)> =
         v.m.ranks

@@ -167,7 +167,7 @@ fn regression<'a>(v: &View<'a>, factor: f64) -> Option<(&'a str, f64)> {
         .by_name
         .iter()
         .filter(|s| s.leaf)
-        .filter_map(|s| Some((s.name.as_str(), s.trend(v.cfg.window_steps)?)))
+        .filter_map(|s| Some((s.name.as_str(), s.trend(v.windows.steps)?)))
         .filter(|(_, x)| *x >= factor)
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
@@ -272,8 +272,8 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
     let steps = &v.m.merged.step_time_ms;
     let recent = steps
         .recent
-        .mean_last_but_max(v.cfg.window_steps)?
-        .min(steps.recent(v.cfg.window_steps)?.p50);
+        .mean_last_but_max(v.windows.steps)?
+        .min(steps.recent(v.windows.steps)?.p50);
     let ratio = recent / norm;
     let level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
     let title = || {

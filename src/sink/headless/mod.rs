@@ -12,7 +12,6 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crate::commands::cli::LineFormat;
 use crate::common::error::Error;
 use crate::diagnose::{ChangeKind, Severity};
 use crate::model::Stamp;
@@ -24,6 +23,13 @@ use crate::probe::process::running;
 use crate::sink::metrics::Publisher;
 use hook::{Call, Hooks};
 use line::{Origin, Status, Summary};
+
+/// How each headless line is written: `--format text` or `json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LineFormat {
+    Text,
+    Json,
+}
 
 /// How often a live loop wakes with nothing to do: the trainer check, a status line due.
 const WAKE: Duration = Duration::from_millis(500);

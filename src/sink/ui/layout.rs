@@ -29,7 +29,7 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::panes::Pane;
+use super::state::Pane;
 use super::state::UiState;
 
 /// Rows the alerts pane takes: its rule and its text's rows, within bounds.

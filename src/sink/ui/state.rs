@@ -2,10 +2,58 @@
 //! filter. Keys change this and only this; the model never sees a key.
 
 use super::action::{Action, action_for};
-use super::panes::Pane;
 use crate::input::replay::pace::Speed;
 use crate::monitor::keys::{Key, KeyCode};
 use crate::monitor::msg::Position;
+
+/// The panes, in focus order (the header takes no focus).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    Header,
+    Alerts,
+    Breakdown,
+    History,
+    Stages,
+    Gpus,
+    Host,
+    Log,
+}
+
+/// The panes Tab moves through, in order.
+const FOCUSABLE: [Pane; 7] = [
+    Pane::Alerts,
+    Pane::Breakdown,
+    Pane::History,
+    Pane::Stages,
+    Pane::Gpus,
+    Pane::Host,
+    Pane::Log,
+];
+
+impl Pane {
+    pub fn next(self) -> Pane {
+        let i = FOCUSABLE.iter().position(|p| *p == self).unwrap_or(0);
+        FOCUSABLE[(i + 1) % FOCUSABLE.len()]
+    }
+
+    pub fn prev(self) -> Pane {
+        let i = FOCUSABLE.iter().position(|p| *p == self).unwrap_or(0);
+        FOCUSABLE[(i + FOCUSABLE.len() - 1) % FOCUSABLE.len()]
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Header => "steptop",
+            Pane::Alerts => "verdict",
+            Pane::Breakdown => "step breakdown",
+            Pane::History => "history",
+            Pane::Stages => "forward stages",
+            Pane::Gpus => "GPUs",
+            Pane::Host => "host",
+            Pane::Log => "log",
+        }
+    }
+}
 
 /// The history pane's time windows in seconds; `+` and `-` move along them. The last is the
 /// whole run.

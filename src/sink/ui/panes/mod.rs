@@ -20,59 +20,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
-use super::state::UiState;
+use super::state::{Pane, UiState};
 use crate::common::display::{self, Tabs};
 use crate::monitor::Monitor;
 use crate::settings::theme::{Role, Theme};
-
-/// The panes, in focus order (the header takes no focus).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pane {
-    Header,
-    Alerts,
-    Breakdown,
-    History,
-    Stages,
-    Gpus,
-    Host,
-    Log,
-}
-
-/// The panes Tab moves through, in order.
-const FOCUSABLE: [Pane; 7] = [
-    Pane::Alerts,
-    Pane::Breakdown,
-    Pane::History,
-    Pane::Stages,
-    Pane::Gpus,
-    Pane::Host,
-    Pane::Log,
-];
-
-impl Pane {
-    pub fn next(self) -> Pane {
-        let i = FOCUSABLE.iter().position(|p| *p == self).unwrap_or(0);
-        FOCUSABLE[(i + 1) % FOCUSABLE.len()]
-    }
-
-    pub fn prev(self) -> Pane {
-        let i = FOCUSABLE.iter().position(|p| *p == self).unwrap_or(0);
-        FOCUSABLE[(i + FOCUSABLE.len() - 1) % FOCUSABLE.len()]
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Header => "steptop",
-            Pane::Alerts => "verdict",
-            Pane::Breakdown => "step breakdown",
-            Pane::History => "history",
-            Pane::Stages => "forward stages",
-            Pane::Gpus => "GPUs",
-            Pane::Host => "host",
-            Pane::Log => "log",
-        }
-    }
-}
 
 /// Everything a pane may read: the monitor (or its paused copy), the UI state, the theme, and
 /// how long ago the last step arrived by the loop's clock (None in replays and tests).
