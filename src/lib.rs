@@ -1,12 +1,21 @@
 //! steptop: where each training step's time goes, from the logs a training job already writes.
 //!
-//! Data flows one way: bytes -> `source` -> `parse` (typed records) -> `feed` (time, rank)
-//! -> `monitor` (model and diagnosis) -> a sink. Lines already written (a report's files, a
-//! replay, a followed file's history) go through `ingest` in blocks; lines that arrive live,
-//! one by one, through the same feed. Live logs come from the source thread in `follow`,
-//! finished ones from `replay`, both into the inbox of `msg::Msg` and the `monitor`, then the
-//! live view (`ui`) or `headless` lines, with `metrics` beside either; `report` feeds a
-//! monitor directly. The mode is chosen here, in `run`, and nowhere else.
+//! The folders are the data flow, one way:
+//!
+//! ```text
+//! input (files -> lines -> messages) --\
+//!                                      +--> monitor (inbox -> model + diagnose) --> sink
+//! probe (GPUs, host, trainer -> samples) /
+//! ```
+//!
+//! `input` reads the user's files (followed live, replayed, or read whole) and `parse` turns
+//! each line into typed records; `probe` reads the hardware. Both send owned, stamped
+//! messages into one bounded inbox. The `monitor` folds them into the `model` and its
+//! diagnosis (`diagnose`), with no I/O and no clock of its own, so the same messages give the
+//! same state. A `sink` shows it: the live view, headless lines, a report, the metrics
+//! endpoint, a comparison. `commands` builds each subcommand from these parts; `settings` and
+//! `common` serve the layers. No module imports one that imports it back (`tests/layout.rs`
+//! checks). The command is chosen here, in `run`, and nowhere else.
 
 mod commands;
 mod common;
@@ -26,7 +35,7 @@ pub use commands::cli::Cli;
 pub use common::error::Error;
 
 // The pipeline, for the integration tests and the benchmarks that drive it from code: files
-// to lines (`InputSpec`, `tail`, `read_records`), lines to records and messages (`Feed`,
+// to lines (`InputSpec`, `tail`, `read_lines`), lines to records and messages (`Feed`,
 // `read_file`, `spawn_follow`, `replay_messages`), messages to the state every sink shows
 // (`Monitor`, `Model`), and its finished forms (`analyze`, `exposition`).
 pub use diagnose::{DiagnoseConfig, Severity};
@@ -35,8 +44,7 @@ pub use input::ingest::{Feed, read_file};
 pub use input::replay::messages as replay_messages;
 pub use input::tail::follow as tail;
 pub use input::{
-    FILES_FOLLOWED, FollowOptions, InputSpec, LineSplitter, MAX_RECORD_BYTES, TailEvent,
-    read_records,
+    FILES_FOLLOWED, FollowOptions, InputSpec, LineSplitter, MAX_LINE_BYTES, TailEvent, read_lines,
 };
 pub use model::{Model, ModelConfig};
 pub use monitor::Monitor;

@@ -36,7 +36,7 @@ fn parse_fixture(dir: &Path) -> Parsed {
     let mut feed = Feed::new(0, &logs[0].display().to_string(), Arc::default());
     let mut by_line: BTreeMap<u64, LineRecords> = BTreeMap::new();
     let mut steps = 0;
-    steptop::read_records(&logs[0], &mut |line_no, raw| {
+    steptop::read_lines(&logs[0], &mut |line_no, raw| {
         feed.line(line_no, raw, None, &mut |stamp, rec| {
             if matches!(rec, Record::Step(_)) {
                 steps += 1;

@@ -1,4 +1,4 @@
-//! The live pipeline end to end on real files: the source thread follows and parses, the inbox
+//! The live pipeline end to end on real files: the follow thread follows and parses, the inbox
 //! carries owned messages, the monitor folds them into the model.
 
 use std::io::Write;
@@ -25,7 +25,7 @@ fn until(m: &mut Monitor, inbox: &Receiver<Msg>, what: &str, done: impl Fn(&Moni
     }
 }
 
-/// Follows `path` on a source thread: its stop flag, inbox and handle.
+/// Follows `path` on the follow thread: its stop flag, inbox and handle.
 fn follow(path: &std::path::Path) -> (Arc<AtomicBool>, Receiver<Msg>, std::thread::JoinHandle<()>) {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, inbox) = steptop::inbox();

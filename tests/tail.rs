@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use steptop::{
-    FILES_FOLLOWED, FileStatus, FollowOptions, InputSpec, LineSplitter, MAX_RECORD_BYTES,
-    TailEvent, read_records, tail,
+    FILES_FOLLOWED, FileStatus, FollowOptions, InputSpec, LineSplitter, MAX_LINE_BYTES, TailEvent,
+    read_lines, tail,
 };
 
 /// Generous, because CI machines are slow; a passing test never waits this long.
@@ -51,7 +51,7 @@ impl Follower {
                 let owned = match event {
                     TailEvent::Opened { file, path } => Ev::Opened(file, path.to_path_buf()),
                     TailEvent::Status { file, status, .. } => Ev::Status(file, status.clone()),
-                    TailEvent::Record {
+                    TailEvent::Line {
                         file,
                         line_no,
                         bytes,
@@ -258,14 +258,14 @@ fn a_huge_line_is_cut_and_the_next_line_is_intact() {
         evs.iter().filter(|e| matches!(e, Ev::Record(..))).count(),
         2
     );
-    assert!(evs.contains(&Ev::Record(0, 1, vec![b'x'; MAX_RECORD_BYTES])));
+    assert!(evs.contains(&Ev::Record(0, 1, vec![b'x'; MAX_LINE_BYTES])));
     assert!(evs.contains(&Ev::Record(0, 2, b"next".to_vec())));
 
     let mut got = Vec::new();
-    let stats = read_records(&log, &mut |line, bytes| got.push((line, bytes.len()))).unwrap();
-    assert_eq!(got, vec![(1, MAX_RECORD_BYTES), (2, 4)]);
+    let stats = read_lines(&log, &mut |line, bytes| got.push((line, bytes.len()))).unwrap();
+    assert_eq!(got, vec![(1, MAX_LINE_BYTES), (2, 4)]);
     assert_eq!(
-        (stats.bytes, stats.lines, stats.cut_records),
+        (stats.bytes, stats.lines, stats.cut_lines),
         (content.len() as u64, 2, 1)
     );
 }
@@ -586,7 +586,7 @@ fn a_break_from_the_sink_ends_follow() {
     let stop = AtomicBool::new(false);
     let mut got = 0;
     let result = tail(&[spec], &fast(), &stop, &mut |event| match event {
-        TailEvent::Record { .. } => {
+        TailEvent::Line { .. } => {
             got += 1;
             ControlFlow::Break(())
         }
@@ -637,7 +637,7 @@ fn split_in_chunks(input: &[u8], cuts: &[usize]) -> (Vec<(u64, Vec<u8>)>, LineSp
     let mut start = 0;
     for &cut in cuts.iter().chain([input.len()].iter()) {
         splitter.push(&input[start..cut], &mut emit);
-        assert!(splitter.pending_bytes() <= MAX_RECORD_BYTES);
+        assert!(splitter.pending_bytes() <= MAX_LINE_BYTES);
         start = cut;
     }
     splitter.finish(&mut emit);
@@ -670,7 +670,7 @@ proptest! {
         let newlines = input.iter().filter(|b| **b == b'\n').count() as u64;
         let open_last_line = input.last().is_some_and(|b| *b != b'\n');
         prop_assert_eq!(splitter.lines(), newlines + u64::from(open_last_line));
-        prop_assert_eq!(splitter.cut_records(), 0);
+        prop_assert_eq!(splitter.cut_lines(), 0);
     }
 }
 
@@ -678,11 +678,11 @@ proptest! {
     // Each case is up to a few hundred KiB: fewer cases keep the debug build quick.
     #![proptest_config(ProptestConfig::with_cases(32))]
 
-    /// Records near and past the cap: each is cut to its first MAX_RECORD_BYTES, counted, and
+    /// Records near and past the cap: each is cut to its first MAX_LINE_BYTES, counted, and
     /// the held bytes never exceed the cap.
     #[test]
     fn long_records_are_cut_to_their_start(
-        lens in prop::collection::vec(0..3 * MAX_RECORD_BYTES, 1..4),
+        lens in prop::collection::vec(0..3 * MAX_LINE_BYTES, 1..4),
         cuts in prop::collection::vec(any::<usize>(), 0..8),
     ) {
         let mut input = Vec::new();
@@ -694,10 +694,10 @@ proptest! {
         let (got, splitter) = split_in_chunks(&input, &cuts);
         let want: Vec<(u64, Vec<u8>)> = reference_split(&input)
             .into_iter()
-            .map(|(line, rec)| (line, rec[..rec.len().min(MAX_RECORD_BYTES)].to_vec()))
+            .map(|(line, rec)| (line, rec[..rec.len().min(MAX_LINE_BYTES)].to_vec()))
             .collect();
         prop_assert_eq!(got, want);
-        let cut = lens.iter().filter(|len| **len > MAX_RECORD_BYTES).count() as u64;
-        prop_assert_eq!(splitter.cut_records(), cut);
+        let cut = lens.iter().filter(|len| **len > MAX_LINE_BYTES).count() as u64;
+        prop_assert_eq!(splitter.cut_lines(), cut);
     }
 }

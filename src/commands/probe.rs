@@ -60,7 +60,7 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         }
         let s = match msg {
             msg::Msg::Sample(s) => s,
-            msg::Msg::SourceStopped { reason } => return Err(Error::Runtime(reason)),
+            msg::Msg::InputStopped { reason } => return Err(Error::Runtime(reason)),
             _ => continue,
         };
         samples += 1;

@@ -24,14 +24,14 @@ pub struct ReadStats {
     pub bytes: u64,
     /// Physical lines (`\n`-terminated, plus an unterminated last one).
     pub lines: u64,
-    /// Records longer than `MAX_RECORD_BYTES`, handed on cut.
-    pub cut_records: u64,
+    /// Lines longer than `MAX_LINE_BYTES`, handed on cut.
+    pub cut_lines: u64,
 }
 
-/// Reads a whole file as records, so the report sees exactly what following it would have.
+/// Reads a whole file as lines, so the report sees exactly what following it would have.
 ///
 /// The file is opened read-only; errors name the file.
-pub fn read_records(path: &Path, emit: &mut dyn FnMut(u64, &[u8])) -> io::Result<ReadStats> {
+pub fn read_lines(path: &Path, emit: &mut dyn FnMut(u64, &[u8])) -> io::Result<ReadStats> {
     let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let mut file = File::open(path).map_err(named)?;
     let mut splitter = LineSplitter::new();
@@ -51,7 +51,7 @@ pub fn read_records(path: &Path, emit: &mut dyn FnMut(u64, &[u8])) -> io::Result
     Ok(ReadStats {
         bytes,
         lines: splitter.lines(),
-        cut_records: splitter.cut_records(),
+        cut_lines: splitter.cut_lines(),
     })
 }
 
@@ -227,7 +227,7 @@ mod tests {
         let path = dir.path().join("train.log");
         std::fs::write(&path, b"a\r\nb\rc\nlast")?;
         let mut got = Vec::new();
-        let stats = read_records(&path, &mut |l, r| got.push((l, r.to_vec())))?;
+        let stats = read_lines(&path, &mut |l, r| got.push((l, r.to_vec())))?;
         let want: Vec<(u64, Vec<u8>)> = vec![
             (1, b"a".to_vec()),
             (2, b"b".to_vec()),
@@ -240,7 +240,7 @@ mod tests {
             ReadStats {
                 bytes: 11,
                 lines: 3,
-                cut_records: 0
+                cut_lines: 0
             }
         );
         Ok(())
@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn a_missing_file_error_names_it() {
-        let err = read_records(Path::new("/nonexistent/steptop.log"), &mut |_, _| {})
+        let err = read_lines(Path::new("/nonexistent/steptop.log"), &mut |_, _| {})
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

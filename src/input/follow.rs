@@ -1,4 +1,4 @@
-//! The source thread of the live modes: follows the logs, parses each line through its file's
+//! The follow thread of the live modes: follows the logs, parses each line through its file's
 //! feed (time, rank) and sends the stamped records to the inbox. The wall clock is read here,
 //! at the edge, as each line's arrival time; the monitor never reads one.
 
@@ -14,8 +14,8 @@ use crate::input::tail::{self, FollowOptions, TailEvent};
 use crate::monitor::msg::{Backlog, Msg, unix_now};
 use crate::parse::user::UserPattern;
 
-/// Starts the source thread. It ends when `stop` is set, when the inbox is gone, or when
-/// following fails (then it says why in a last `SourceStopped` message).
+/// Starts the follow thread. It ends when `stop` is set, when the inbox is gone, or when
+/// following fails (then it says why in a last `InputStopped` message).
 pub fn spawn(
     inputs: Vec<InputSpec>,
     opts: FollowOptions,
@@ -24,7 +24,7 @@ pub fn spawn(
     inbox: SyncSender<Msg>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name("steptop-source".into())
+        .name("steptop-follow".into())
         .spawn(move || {
             let mut feeds: Vec<Feed> = Vec::new();
             // History read at the start arrived all at once: its arrival time says nothing,
@@ -33,7 +33,7 @@ pub fn spawn(
             let mut live: Vec<bool> = Vec::new();
             let mut history = History::default();
             let result = tail::follow(&inputs, &opts, &stop, &mut |event| {
-                if let TailEvent::Record {
+                if let TailEvent::Line {
                     file,
                     line_no,
                     bytes,
@@ -73,7 +73,7 @@ pub fn spawn(
                         }
                         Msg::CaughtUp { source: file }
                     }
-                    TailEvent::Record {
+                    TailEvent::Line {
                         file,
                         line_no,
                         bytes,
@@ -91,7 +91,7 @@ pub fn spawn(
             });
             if let Err(reason) = result {
                 // The monitor may be gone already; then nobody needs the reason.
-                let _ = inbox.send(Msg::SourceStopped { reason });
+                let _ = inbox.send(Msg::InputStopped { reason });
             }
         })
 }
@@ -116,9 +116,7 @@ impl History {
         inbox: &SyncSender<Msg>,
     ) -> ControlFlow<()> {
         self.file = Some(file);
-        let ingest = self
-            .ingest
-            .get_or_insert_with(|| Ingest::new(feed.parser()));
+        let ingest = self.ingest.get_or_insert_with(|| Ingest::new(feed));
         let mut gone = false;
         let backlog = &self.backlog;
         let sent = ingest.push(feed, line_no, raw, &mut |lines| {
@@ -149,7 +147,7 @@ impl History {
 /// the lines it held are lost, so following on would show a wrong history).
 fn settle(sent: std::io::Result<()>, gone: bool, inbox: &SyncSender<Msg>) -> ControlFlow<()> {
     if let Err(e) = sent {
-        let _ = inbox.send(Msg::SourceStopped {
+        let _ = inbox.send(Msg::InputStopped {
             reason: format!("reading the history: {e}"),
         });
         return ControlFlow::Break(());

@@ -14,7 +14,7 @@ pub mod spec;
 pub mod split;
 pub mod tail;
 
-pub use file::read_records;
+pub use file::read_lines;
 pub use spec::InputSpec;
-pub use split::{LineSplitter, MAX_RECORD_BYTES};
+pub use split::{LineSplitter, MAX_LINE_BYTES};
 pub use tail::{FILES_FOLLOWED, FollowOptions, TailEvent};

@@ -110,7 +110,7 @@ impl Recorder {
             }),
             Msg::Status { .. }
             | Msg::CaughtUp { .. }
-            | Msg::SourceStopped { .. }
+            | Msg::InputStopped { .. }
             | Msg::Ui(_)
             | Msg::Replay(_) => Ok(()),
         }

@@ -1,26 +1,26 @@
-//! Byte chunks to records: `\n`, `\r\n` and bare `\r` (tqdm redraws) each end one.
+//! Byte chunks to lines: `\n`, `\r\n` and bare `\r` (tqdm redraws) each end one.
 //!
-//! Pure and allocation-light: when no partial record is held, records are handed out as slices
+//! Pure and allocation-light: when no partial line is held, lines are handed out as slices
 //! of the caller's chunk; only an unfinished tail is copied, and never more than
-//! [`MAX_RECORD_BYTES`] of it.
+//! [`MAX_LINE_BYTES`] of it.
 
 use memchr::memchr2;
 
-/// Longest record handed on; longer ones are cut so one runaway line cannot eat the memory.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// Longest line handed on; longer ones are cut so one runaway line cannot eat the memory.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
-/// Splits a byte stream into records while remembering the physical line each came from.
+/// Splits a byte stream into lines while remembering the physical line each came from.
 #[derive(Debug, Clone)]
 pub struct LineSplitter {
-    /// Start of the unfinished record, at most `MAX_RECORD_BYTES` long.
+    /// Start of the unfinished line, at most `MAX_LINE_BYTES` long.
     partial: Vec<u8>,
-    /// The unfinished record grew past the cap: the rest of it is being dropped.
+    /// The unfinished line grew past the cap: the rest of it is being dropped.
     overflowed: bool,
-    /// Physical line (1-based) of the record being built.
+    /// Physical line (1-based) of the line being built.
     line_no: u64,
     /// The last byte seen was `\n` (or nothing was seen): no physical line is open.
     at_line_start: bool,
-    cut_records: u64,
+    cut_lines: u64,
 }
 
 impl Default for LineSplitter {
@@ -37,11 +37,11 @@ impl LineSplitter {
             overflowed: false,
             line_no: 1,
             at_line_start: true,
-            cut_records: 0,
+            cut_lines: 0,
         }
     }
 
-    /// Feeds bytes; calls emit(line_no, record) for each complete record.
+    /// Feeds bytes; calls emit(line_no, line) for each complete line.
     pub fn push(&mut self, bytes: &[u8], emit: &mut dyn FnMut(u64, &[u8])) {
         let Some(&last) = bytes.last() else {
             return;
@@ -50,7 +50,7 @@ impl LineSplitter {
         while let Some(found) = memchr2(b'\n', b'\r', rest) {
             self.complete(&rest[..found], emit);
             // Only `\n` starts a new physical line. The `\n` of a `\r\n` (even one in the next
-            // chunk) ends an empty record, which is skipped: so the pair is one terminator.
+            // chunk) ends an empty line, which is skipped: so the pair is one terminator.
             if rest[found] == b'\n' {
                 self.line_no += 1;
             }
@@ -60,7 +60,7 @@ impl LineSplitter {
         self.at_line_start = last == b'\n';
     }
 
-    /// End of input (whole-file reading): emits the held partial record if any.
+    /// End of input (whole-file reading): emits the held partial line if any.
     pub fn finish(&mut self, emit: &mut dyn FnMut(u64, &[u8])) {
         self.complete(&[], emit);
         // An unterminated last line is still a physical line.
@@ -70,14 +70,14 @@ impl LineSplitter {
         }
     }
 
-    /// How many bytes of an unfinished record are held, so callers can see nothing leaks.
+    /// How many bytes of an unfinished line are held, so callers can see nothing leaks.
     pub fn pending_bytes(&self) -> usize {
         self.partial.len()
     }
 
-    /// How many records were cut at `MAX_RECORD_BYTES`, counted across resets, for the summary.
-    pub fn cut_records(&self) -> u64 {
-        self.cut_records
+    /// How many lines were cut at `MAX_LINE_BYTES`, counted across resets, for the summary.
+    pub fn cut_lines(&self) -> u64 {
+        self.cut_lines
     }
 
     /// Physical lines completed so far (after `finish`, including an unterminated last one).
@@ -85,16 +85,16 @@ impl LineSplitter {
         self.line_no - 1
     }
 
-    /// Forgets any partial record and starts again at line 1, for a truncated or replaced file.
+    /// Forgets any partial line and starts again at line 1, for a truncated or replaced file.
     pub fn reset(&mut self) {
-        let cut_records = self.cut_records;
+        let cut_lines = self.cut_lines;
         *self = Self::new();
-        self.cut_records = cut_records;
+        self.cut_lines = cut_lines;
     }
 
     /// Keeps an unfinished tail, up to the cap.
     fn hold(&mut self, bytes: &[u8]) {
-        let room = MAX_RECORD_BYTES - self.partial.len();
+        let room = MAX_LINE_BYTES - self.partial.len();
         if bytes.len() > room {
             self.overflowed = true;
         }
@@ -102,13 +102,13 @@ impl LineSplitter {
             .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    /// Emits the record made of the held bytes plus `tail`, which ends at a terminator.
+    /// Emits the line made of the held bytes plus `tail`, which ends at a terminator.
     fn complete(&mut self, tail: &[u8], emit: &mut dyn FnMut(u64, &[u8])) {
         if self.partial.is_empty() && !self.overflowed {
-            // Hot path: nothing held, so the record is a slice of the caller's chunk.
-            if tail.len() > MAX_RECORD_BYTES {
-                self.cut_records += 1;
-                emit(self.line_no, &tail[..MAX_RECORD_BYTES]);
+            // Hot path: nothing held, so the line is a slice of the caller's chunk.
+            if tail.len() > MAX_LINE_BYTES {
+                self.cut_lines += 1;
+                emit(self.line_no, &tail[..MAX_LINE_BYTES]);
             } else if !tail.is_empty() {
                 emit(self.line_no, tail);
             }
@@ -116,7 +116,7 @@ impl LineSplitter {
         }
         self.hold(tail);
         if self.overflowed {
-            self.cut_records += 1;
+            self.cut_lines += 1;
         }
         if !self.partial.is_empty() {
             emit(self.line_no, &self.partial);
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn long_record_is_cut_in_one_chunk_and_across_chunks() {
-        let long = vec![b'x'; MAX_RECORD_BYTES + 10];
+        let long = vec![b'x'; MAX_LINE_BYTES + 10];
         let mut input = long.clone();
         input.extend_from_slice(b"\nok\n");
         let whole = split(&[&input], false);
@@ -200,7 +200,7 @@ mod tests {
         let pieces = split(&[a, b], false);
         for got in [whole, pieces] {
             assert_eq!(got.len(), 2);
-            assert_eq!(got[0].1.len(), MAX_RECORD_BYTES);
+            assert_eq!(got[0].1.len(), MAX_LINE_BYTES);
             assert_eq!(got[1], rec(2, "ok"));
         }
     }
@@ -208,12 +208,12 @@ mod tests {
     #[test]
     fn reset_starts_again_at_line_one_and_keeps_the_cut_count() {
         let mut splitter = LineSplitter::new();
-        let big = vec![b'y'; MAX_RECORD_BYTES + 1];
+        let big = vec![b'y'; MAX_LINE_BYTES + 1];
         splitter.push(&big, &mut |_, _| {});
         splitter.push(b"\nhalf", &mut |_, _| {});
         splitter.reset();
         assert_eq!(splitter.pending_bytes(), 0);
-        assert_eq!(splitter.cut_records(), 1);
+        assert_eq!(splitter.cut_lines(), 1);
         let mut out = Vec::new();
         splitter.push(b"new\n", &mut |l, r| out.push((l, r.to_vec())));
         assert_eq!(out, vec![rec(1, "new")]);

@@ -21,7 +21,7 @@ pub struct Monitor {
     pub model: Model,
     pub diagnosis: Diagnosis,
     pub sources: Vec<SourceView>,
-    /// Why the source thread stopped, if it did.
+    /// Why the input thread (following or replaying) stopped, if it did.
     pub stopped: Option<String>,
     /// `--baseline`: a finished run's figures, shown beside the live ones; read before the
     /// monitor starts and never changed.
@@ -98,7 +98,7 @@ impl Monitor {
                 self.sample(*sample);
                 true
             }
-            Msg::SourceStopped { reason } => {
+            Msg::InputStopped { reason } => {
                 self.stopped = Some(reason);
                 true
             }

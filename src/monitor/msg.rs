@@ -35,8 +35,8 @@ pub enum Msg {
     CaughtUp { source: usize },
     /// A hardware sample (GPUs, host, trainer), read by the sampler thread.
     Sample(Box<crate::model::sample::Sample>),
-    /// The source thread stopped for good, with the reason.
-    SourceStopped { reason: String },
+    /// The input thread (following or replaying the logs) stopped for good, with the reason.
+    InputStopped { reason: String },
     /// A key, a resize or a signal for the live view; the monitor ignores it.
     Ui(crate::monitor::keys::UiEvent),
     /// Where a replay is (the last one has `finished` set); the monitor ignores it.
@@ -181,7 +181,7 @@ impl Position {
     }
 }
 
-/// Unix time now, in seconds: the clock the producer threads (sources, sampler, sinks) stamp
+/// Unix time now, in seconds: the clock the producer threads (follow, sampler, sinks) stamp
 /// with; the monitor has none of its own.
 pub fn unix_now() -> f64 {
     std::time::SystemTime::now()
@@ -209,7 +209,7 @@ pub enum FileStatus {
     NotFollowed,
 }
 
-/// Messages the inbox holds before its producers wait. Bounded, so that a source reading a
+/// Messages the inbox holds before its producers wait. Bounded, so that a thread reading a
 /// long history cannot run ahead of the monitor and pile the whole file up in memory.
 pub const INBOX_CAPACITY: usize = 1024;
 

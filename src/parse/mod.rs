@@ -67,16 +67,16 @@ pub struct Context {
     pub(crate) since_cache: u32,
     /// The format of a line glued onto the end of a progress bar, counted with the bar's.
     pub(crate) glued_format: Option<Format>,
-    /// The step of a record printed over several lines (OLMo's `[step=20/1000,epoch=0]`
+    /// The step of an entry printed over several lines (OLMo's `[step=20/1000,epoch=0]`
     /// then indented `key=value` lines), while its lines come.
-    pub(crate) record_step: Option<u64>,
+    pub(crate) entry_step: Option<u64>,
     /// Which loader or phase the settings being printed belong to (`val_dataloader =
     /// dict(`, `***** Running Evaluation *****`): an evaluation's batch size and workers are
     /// not the training's.
     pub(crate) section: Section,
-    /// A training script's own source is being printed (modded-nanogpt logs its script
+    /// A training script's own code is being printed (modded-nanogpt logs its script
     /// first): its lines are code, read for configuration only, until a rule or a step line.
-    pub(crate) source: bool,
+    pub(crate) script: bool,
 }
 
 /// The part of a run the settings printed now belong to.
@@ -270,7 +270,7 @@ impl Parser {
         let rule = is_rule(text);
         if rule || text.trim().is_empty() {
             // A dumped script ends where the log draws its rule (a rule of `#` is a comment).
-            self.ctx.source &= !rule || text.trim_start().starts_with('#');
+            self.ctx.script &= !rule || text.trim_start().starts_with('#');
             return LineInfo {
                 blank: true,
                 ..LineInfo::default()
@@ -304,7 +304,7 @@ impl Parser {
         // write a pattern for; a dumped script's code has nothing to read.
         info.blank = info.format.is_none()
             && out.len() == before
-            && (self.ctx.source
+            && (self.ctx.script
                 || memchr::memmem::find(payload.as_bytes(), b"NCCL INFO ").is_some());
         info
     }
@@ -405,10 +405,10 @@ pub(crate) fn dispatch(
     if payload.len() == p.len()
         && (p.starts_with("import ") || p.starts_with("from ") && p.contains(" import "))
     {
-        ctx.source = true;
+        ctx.script = true;
     }
-    if ctx.source {
-        return source_line(payload, logger, ctx, out);
+    if ctx.script {
+        return script_line(payload, logger, ctx, out);
     }
     log_line(payload, logger, ctx, out)
 }
@@ -423,13 +423,13 @@ fn log_line(
     let indent = payload.len() - payload.trim_start().len();
     let p = payload.trim();
     let first = *p.as_bytes().first()?;
-    if ctx.record_step.is_some() {
+    if ctx.entry_step.is_some() {
         if indent > 0 {
             if let Some(f) = frameworks::record_figure(p, ctx, out) {
                 return Some(f);
             }
         } else {
-            ctx.record_step = None;
+            ctx.entry_step = None;
         }
     }
     let found = match first {
@@ -503,21 +503,21 @@ fn log_line(
     generic(p, ctx, out)
 }
 
-/// A line of a training script's source printed into the log: a plain assignment of numbers
+/// A line of a training script's code printed into the log: a plain assignment of numbers
 /// is configuration (script.rs); any other code says nothing, however much it looks like a
 /// setting (`dtype=torch.float32` in a kernel, `grad_accum_steps = 8 // world_size`). A step
 /// line means the log proper has begun.
-fn source_line(
+fn script_line(
     p: &str,
     logger: Option<&str>,
     ctx: &mut Context,
     out: &mut Vec<Record>,
 ) -> Option<Format> {
-    if let Some(f) = script::source_facts(p.trim(), out) {
+    if let Some(f) = script::code_facts(p.trim(), out) {
         return Some(f);
     }
     let (before, saved) = (out.len(), *ctx);
-    ctx.source = false;
+    ctx.script = false;
     let found = log_line(p, logger, ctx, out);
     if out[before..].iter().any(|r| matches!(r, Record::Step(_))) {
         return found;
@@ -782,7 +782,7 @@ mod tests {
 
     #[test]
     fn a_dumped_script_is_read_for_its_configuration_only() {
-        // Our own script in the shape of modded-nanogpt's logs, which print their source first.
+        // Our own script in the shape of modded-nanogpt's logs, which print their code first.
         let log = "import os
 import torch
 with open(sys.argv[0]) as f:

@@ -1,4 +1,4 @@
-//! A training script's source printed into its log (some projects dump the script first):
+//! A training script's code printed into its log (some projects dump the script first):
 //! its assignments are the run's configuration, read for the sizes that give throughput.
 //! `batch_size : int = 8*64 # sequences per step, across all devices` is 512 samples of the
 //! whole job; `train_batch_size = 2048 * 24 * 8 # tokens per step` is tokens. Products of
@@ -51,10 +51,10 @@ fn assignment(p: &str) -> Option<Assignment<'_>> {
     })
 }
 
-/// An assignment in a script's source printed whole (`ctx.source`): as `facts`, but for names
+/// An assignment in a script's code printed whole (`ctx.script`): as `facts`, but for names
 /// that mean other things in code (`block_size` is nanoGPT's context length in a config, but
 /// a kernel's or an attention mask's block in a script).
-pub fn source_facts(p: &str, out: &mut Vec<Record>) -> Option<Format> {
+pub fn code_facts(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let a = assignment(p)?;
     let name = a.name.rsplit('.').next().unwrap_or(a.name);
     if name.eq_ignore_ascii_case("block_size") {

@@ -48,7 +48,7 @@ struct CtxKey {
     glued: Option<Format>,
     section: super::Section,
     record: bool,
-    source: bool,
+    script: bool,
 }
 
 impl CtxKey {
@@ -60,8 +60,8 @@ impl CtxKey {
             since_cache: c.since_cache,
             glued: c.glued_format,
             section: c.section,
-            record: c.record_step.is_some(),
-            source: c.source,
+            record: c.entry_step.is_some(),
+            script: c.script,
         }
     }
 
@@ -71,7 +71,7 @@ impl CtxKey {
                 | u64::from(self.block) << 1
                 | (self.section as u64) << 2
                 | u64::from(self.record) << 62
-                | u64::from(self.source) << 61
+                | u64::from(self.script) << 61
                 | u64::from(self.since_cache) << 4,
             self.glued.map_or(0, |f| f as u64 + 1),
         );
@@ -104,9 +104,9 @@ pub(crate) struct Program {
     records: Vec<Record>,
     info: LineInfo,
     ctx: Context,
-    sources: Vec<Source>,
+    origins: Vec<Origin>,
     /// Other explanations of figure `.0`, which must give the same value.
-    alternates: Vec<(usize, Source)>,
+    alternates: Vec<(usize, Origin)>,
     /// Where each text of the records is in the line (`texts` order).
     spans: Vec<(usize, usize)>,
     /// The parser's other reads, which must read the same way (fail, or give a finite or a
@@ -151,10 +151,10 @@ impl Guard {
 /// A shape's program and what it was learned from.
 struct Memo {
     program: Program,
-    /// For each figure, every source that has explained it on every line so far. Two places
+    /// For each figure, every origin that has explained it on every line so far. Two places
     /// can hold the same number for a long time (rank 1 and epoch 1): the program reads the
     /// first and checks that the others agree, and a line where they do not teaches which.
-    candidates: Vec<Vec<Source>>,
+    candidates: Vec<Vec<Origin>>,
     /// The first line's reads, the guards' origin.
     reads: Vec<Read>,
     lines: u8,
@@ -170,7 +170,7 @@ enum TextAt {
 
 /// Where a figure comes from.
 #[derive(Clone, Copy, Debug)]
-enum Source {
+enum Origin {
     Read {
         at: usize,
         len: usize,
@@ -234,29 +234,29 @@ impl Op {
     }
 }
 
-impl Source {
+impl Origin {
     fn value(&self, text: &str, before: &Context) -> Option<Val> {
         match *self {
-            Source::Read {
+            Origin::Read {
                 at, len, kind, op, ..
             } => op.apply(read_as(kind, text.get(at..at + len)?)?),
-            Source::KerasEpoch => before.keras_epoch.map(Val::F),
-            Source::BlockStep => before.block_step.map(Val::U),
+            Origin::KerasEpoch => before.keras_epoch.map(Val::F),
+            Origin::BlockStep => before.block_step.map(Val::U),
         }
     }
 
     fn op(&self) -> Option<Op> {
         match *self {
-            Source::Read { op, .. } => Some(op),
+            Origin::Read { op, .. } => Some(op),
             _ => None,
         }
     }
 
     fn anchor(&self) -> usize {
         match *self {
-            Source::Read { anchor, .. } => anchor,
-            Source::KerasEpoch => usize::MAX,
-            Source::BlockStep => usize::MAX - 1,
+            Origin::Read { anchor, .. } => anchor,
+            Origin::KerasEpoch => usize::MAX,
+            Origin::BlockStep => usize::MAX - 1,
         }
     }
 }
@@ -385,7 +385,7 @@ fn slots(records: &mut [Record], info: &mut LineInfo, ctx: &mut Context, f: &mut
     }
     opt_f(&mut ctx.keras_epoch, f);
     opt_u(&mut ctx.block_step, f);
-    opt_u(&mut ctx.record_step, f);
+    opt_u(&mut ctx.entry_step, f);
 }
 
 /// Calls `f` on every text of a line's records (stage names, event texts), always in the
@@ -518,10 +518,10 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
     let text_at = line.text_at();
     let mut candidates = Vec::new();
     for v in line.figures() {
-        let mut found: Vec<Source> = Vec::new();
+        let mut found: Vec<Origin> = Vec::new();
         // One place read twice is one explanation; one place with two conversions that both
         // fit (a `0.000` is 0 ms and 0 s) is two, until a line tells them apart.
-        let mut add = |s: Source| {
+        let mut add = |s: Origin| {
             if s.value(line.text, line.before).is_some_and(|x| x.same(v))
                 && !found
                     .iter()
@@ -541,7 +541,7 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
                     .position(|b| b.is_ascii_digit())
                     .unwrap_or(0);
             for op in Op::all(val) {
-                add(Source::Read {
+                add(Origin::Read {
                     at: r.at,
                     len: r.len,
                     kind: r.kind,
@@ -550,8 +550,8 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
                 });
             }
         }
-        add(Source::KerasEpoch);
-        add(Source::BlockStep);
+        add(Origin::KerasEpoch);
+        add(Origin::BlockStep);
         if found.is_empty() {
             return None;
         }
@@ -574,7 +574,7 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
         records,
         info: line.info,
         ctx: line.after,
-        sources: Vec::new(),
+        origins: Vec::new(),
         alternates: Vec::new(),
         guards: Vec::new(),
     };
@@ -644,21 +644,21 @@ impl Memo {
 
 impl Program {
     /// Takes the first explanation of each figure, and every other read as a guard.
-    fn choose(&mut self, candidates: &[Vec<Source>], reads: &[Read]) {
-        self.sources = candidates.iter().map(|c| c[0]).collect();
+    fn choose(&mut self, candidates: &[Vec<Origin>], reads: &[Read]) {
+        self.origins = candidates.iter().map(|c| c[0]).collect();
         self.alternates = candidates
             .iter()
             .enumerate()
             .flat_map(|(i, c)| c[1..].iter().map(move |s| (i, *s)))
             .collect();
-        let is_source = |r: &Read| {
-            self.sources.iter().any(|s| {
-                matches!(*s, Source::Read { at, len, kind, .. }
+        let is_origin = |r: &Read| {
+            self.origins.iter().any(|s| {
+                matches!(*s, Origin::Read { at, len, kind, .. }
                     if at == r.at && len == r.len && kind == r.kind)
             })
         };
         let mut guards: Vec<Guard> = Vec::new();
-        for r in reads.iter().filter(|r| !is_source(r)) {
+        for r in reads.iter().filter(|r| !is_origin(r)) {
             if !guards
                 .iter()
                 .any(|g| g.at == r.at && g.len == r.len && g.kind == r.kind)
@@ -676,7 +676,7 @@ impl Program {
 
     /// True when every figure reads from `text` and every guard holds.
     fn serves(&self, text: &str, before: &Context) -> bool {
-        self.sources.iter().all(|s| s.value(text, before).is_some())
+        self.origins.iter().all(|s| s.value(text, before).is_some())
             && self.guards.iter().all(|g| g.holds(text))
     }
 
@@ -705,8 +705,8 @@ impl Program {
         if !self.guards.iter().all(|g| g.holds(text)) {
             return None;
         }
-        let agree = |&(i, alt): &(usize, Source)| {
-            let primary = self.sources.get(i).and_then(|s| s.value(text, before));
+        let agree = |&(i, alt): &(usize, Origin)| {
+            let primary = self.origins.get(i).and_then(|s| s.value(text, before));
             matches!((primary, alt.value(text, before)), (Some(a), Some(b)) if a.same(b))
         };
         if !self.alternates.iter().all(agree) {
@@ -715,11 +715,11 @@ impl Program {
         let start = out.len();
         out.extend_from_slice(&self.records);
         let (mut info, mut ctx) = (self.info, self.ctx);
-        let mut sources = self.sources.iter();
+        let mut origins = self.origins.iter();
         let mut ok = true;
         slots(&mut out[start..], &mut info, &mut ctx, &mut |slot| {
             ok = ok
-                && sources
+                && origins
                     .next()
                     .and_then(|s| s.value(text, before))
                     .is_some_and(|v| slot.set(v));

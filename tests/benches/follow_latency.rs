@@ -56,7 +56,7 @@ fn main() -> Res<()> {
         },
     ];
     println!(
-        "follow_latency: append -> model (source thread, inbox, monitor), local file in {}",
+        "follow_latency: append -> model (follow thread, inbox, monitor), local file in {}",
         std::env::temp_dir().display()
     );
     for run in &runs {
@@ -91,7 +91,7 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
         thread::spawn(move || {
             let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
             let mut seen = 0;
-            // Ends when the source thread ends and drops its sender.
+            // Ends when the follow thread ends and drops its sender.
             for msg in inbox {
                 m.apply(msg);
                 let now = base.elapsed().as_nanos().max(1) as u64;
@@ -126,7 +126,7 @@ fn measure(run: &Run) -> Res<Vec<u64>> {
     }
     let all_in = wait_for(&arrived, run.opts.poll * 3);
     stop.store(true, Ordering::Relaxed);
-    source.join().map_err(|_| "source thread panicked")?;
+    source.join().map_err(|_| "follow thread panicked")?;
     monitor.join().map_err(|_| "monitor thread panicked")?;
     if !all_in {
         return Err("some lines never reached the sink".into());

@@ -47,7 +47,7 @@ fn main() {
     };
     let gb = bytes as f64 / 1e9;
     let reading = cpu(&mut || {
-        steptop::read_records(&path, &mut |_, _| {}).expect("read");
+        steptop::read_lines(&path, &mut |_, _| {}).expect("read");
     });
     let parsing = cpu(&mut || {
         let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
@@ -162,7 +162,7 @@ fn median_of(runs: usize, mut f: impl FnMut() -> Option<f64>) -> Option<f64> {
     secs.get(runs / 2).copied()
 }
 
-/// What the live view does with a file that is already written: its source thread reads the
+/// What the live view does with a file that is already written: its follow thread reads the
 /// history into the inbox and the monitor takes it, until the file is caught up.
 fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
     let (tx, inbox) = steptop::inbox();
@@ -175,7 +175,7 @@ fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
         stop.clone(),
         tx,
     )
-    .expect("source thread");
+    .expect("follow thread");
     let t = Instant::now();
     let mut mon = Monitor::new(cfg.model, cfg.diagnose.clone());
     let mut caught_up = None;
@@ -189,7 +189,7 @@ fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
             Err(_) => break,
         }
     }
-    // Not timed: the source thread sees the stop at its next poll.
+    // Not timed: the follow thread sees the stop at its next poll.
     stop.store(true, Ordering::Relaxed);
     drop(inbox);
     let _ = follower.join();

@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn every_knob_a_rule_reads_is_declared() {
-        // Each check's source names its knobs as k.get("key"): they must be in its params
+        // Each check's code names its knobs as k.get("key"): they must be in its params
         // (or the common timing knobs), else get() gives NaN and the rule never fires.
         let sources = [
             include_str!("events.rs"),

@@ -1,16 +1,16 @@
 //! The one bulk path from bytes to the monitor: a report's files, a replay at full speed and
 //! the history of a followed file all go through it, in blocks of lines, as `Lines`.
 //!
-//! A block is cut from whole records and parsed on a parser thread (on a machine with one
-//! core, in place); the caller takes the parsed blocks back in order, runs each line through
-//! its file's feed (admitted, stamped, counted) and hands the block on. A parser thread cannot
+//! A block is cut from whole lines and parsed on a parser thread (on a machine with one core,
+//! in place); the caller takes the parsed blocks back in order, passes each line through its
+//! file's feed (judged, stamped, counted) and hands the block on. A parser thread cannot
 //! know the context the previous block ended in (an open timing block, a Keras epoch header),
 //! so it starts from the default context and remembers its context after every line. If the
 //! real context differs, the caller parses the block's first lines again with it until its
 //! context equals the one the thread reached after the same line: from there on the thread's
 //! results are what a sequential parse gives, because parsing depends on nothing but the line
 //! and the context. Lines that arrive one by one (live following) take `Feed::message`, the
-//! same steps for one line.
+//! same steps for one line (a test checks both ways give the same).
 
 use std::io;
 use std::path::Path;
@@ -18,7 +18,8 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use super::Feed;
-use crate::input::file::{ReadStats, read_records};
+use crate::input::file::{ReadStats, read_lines};
+use crate::model::Stamp;
 use crate::monitor::msg::{LineHead, Lines};
 use crate::parse::record::Record;
 use crate::parse::{Context, LineInfo, Parser};
@@ -33,9 +34,9 @@ pub fn read_file(
     feed: &mut Feed,
     out: &mut dyn FnMut(Lines),
 ) -> io::Result<ReadStats> {
-    let mut ingest = Ingest::new(feed.parser());
+    let mut ingest = Ingest::new(feed);
     let mut failed = None;
-    let stats = read_records(path, &mut |line_no, raw| {
+    let stats = read_lines(path, &mut |line_no, raw| {
         if failed.is_none() {
             failed = ingest.push(feed, line_no, raw, out).err();
         }
@@ -54,17 +55,16 @@ pub struct Ingest {
     pool: Option<Pool>,
     block: Block,
     block_bytes: usize,
-    /// A line's records for a moment, while it is parsed here (in place, or again).
-    scratch: Vec<Record>,
 }
 
 impl Ingest {
-    /// A reader with a parser thread per core but one (up to 8), each a copy of `parser` (its
-    /// patterns; the shape memo is the thread's own). The caller's thread, which takes the
-    /// parsed blocks into the monitor, is the busiest: it keeps a core of its own.
-    pub fn new(parser: &Parser) -> Ingest {
+    /// A reader for `feed`'s lines with a parser thread per core but one (up to 8), each with
+    /// a copy of the feed's parser (its patterns; the shape memo is the thread's own). The
+    /// caller's thread, which takes the parsed blocks into the monitor, is the busiest: it
+    /// keeps a core of its own.
+    pub fn new(feed: &mut Feed) -> Ingest {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ingest::with(parser, (cores - 1).min(8), BLOCK_BYTES)
+        Ingest::with(feed.parser(), (cores - 1).min(8), BLOCK_BYTES)
     }
 
     /// With `threads` parser threads (none: in place) and blocks of `block_bytes`.
@@ -75,7 +75,6 @@ impl Ingest {
                 .flatten(),
             block: Block::default(),
             block_bytes,
-            scratch: Vec::new(),
         }
     }
 
@@ -101,7 +100,7 @@ impl Ingest {
         }
         if let Some(pool) = &mut self.pool {
             while pool.pending() {
-                out(apply(pool.next()?, feed, &mut self.scratch));
+                out(apply(pool.next()?, feed));
             }
         }
         Ok(())
@@ -112,19 +111,19 @@ impl Ingest {
         match &mut self.pool {
             Some(pool) => {
                 if let Some(parsed) = pool.send(block)? {
-                    out(apply(parsed, feed, &mut self.scratch));
+                    out(apply(parsed, feed));
                 }
                 Ok(())
             }
             None => {
-                out(parse_in_place(block, feed, &mut self.scratch));
+                out(parse_in_place(block, feed));
                 Ok(())
             }
         }
     }
 }
 
-/// Whole records copied out of the file, with their line numbers and extents in `bytes`, and
+/// Whole lines copied out of the file, with their line numbers and extents in `bytes`, and
 /// the input they span.
 #[derive(Default)]
 struct Block {
@@ -150,44 +149,30 @@ impl Block {
 
 /// A block's lines through the feed as they are parsed: what the pool's threads do, with the
 /// real context from the start.
-fn parse_in_place(block: Block, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
+fn parse_in_place(block: Block, feed: &mut Feed) -> Lines {
     let mut out = Lines::default();
     for i in 0..block.lines.len() {
-        let info = feed.parser().parse(block.raw(i), scratch);
-        let refused = feed.admit(&info, scratch);
-        deliver(&mut out, feed, &block, i, info, refused, scratch.drain(..));
+        push(&mut out, &block, i, |line_no, raw, sink| {
+            feed.line(line_no, raw, None, sink)
+        });
     }
     out.text = block.bytes;
     out.bytes = block.input;
     out
 }
 
-/// Line `i` of `block`, parsed as `info` and `records` and judged by `Feed::admit` (`refused`),
-/// through its feed into `out`: stamped, counted, its records kept or dropped whole.
-fn deliver(
+/// Line `i` of `block` into `out` as its feed passes it: `pass` hands the line's records on
+/// and returns its info and stamp.
+fn push(
     out: &mut Lines,
-    feed: &mut Feed,
     block: &Block,
     i: usize,
-    mut info: LineInfo,
-    refused: Option<&'static str>,
-    records: impl ExactSizeIterator<Item = Record>,
+    pass: impl FnOnce(u64, &[u8], &mut dyn FnMut(&Stamp, Record)) -> (LineInfo, Stamp),
 ) {
     let (line_no, start, end) = block.lines[i];
-    let raw = block.raw(i);
     let before = out.records.len();
     let kept = &mut out.records;
-    let stamp = feed.deliver(
-        line_no,
-        raw,
-        &mut info,
-        refused,
-        records,
-        None,
-        &mut |_, r| {
-            kept.push(r);
-        },
-    );
+    let (info, stamp) = pass(line_no, block.raw(i), &mut |_, r| kept.push(r));
     out.heads.push(LineHead {
         stamp,
         info,
@@ -195,6 +180,41 @@ fn deliver(
         start,
         end,
     });
+}
+
+/// The next `left` records of a parsed block's: one line's, seen whole by the feed's judge
+/// before they are taken. Whatever is not taken is skipped when it is dropped, so the next
+/// line starts at its own records.
+struct LineRecords<'a> {
+    rest: &'a mut std::vec::IntoIter<Record>,
+    left: usize,
+}
+
+impl Iterator for LineRecords<'_> {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        self.left = self.left.checked_sub(1)?;
+        self.rest.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for LineRecords<'_> {}
+
+impl AsRef<[Record]> for LineRecords<'_> {
+    fn as_ref(&self) -> &[Record] {
+        &self.rest.as_slice()[..self.left]
+    }
+}
+
+impl Drop for LineRecords<'_> {
+    fn drop(&mut self) {
+        self.for_each(drop);
+    }
 }
 
 /// A block parsed from the default context: per line its info, how many records it gave, and
@@ -312,7 +332,7 @@ impl Drop for Pool {
 
 /// A parsed block through the feed, parsing its first lines again while the real context
 /// differs from the default one the thread assumed.
-fn apply(parsed: Parsed, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
+fn apply(parsed: Parsed, feed: &mut Feed) -> Lines {
     let Parsed {
         block,
         infos,
@@ -328,24 +348,20 @@ fn apply(parsed: Parsed, feed: &mut Feed, scratch: &mut Vec<Record>) -> Lines {
     let mut converged = feed.parser().context() == Context::default();
     let mut records = records.into_iter();
     for (i, info) in infos.into_iter().enumerate() {
-        let count = counts[i] as usize;
+        let line = LineRecords {
+            rest: &mut records,
+            left: counts[i] as usize,
+        };
         if converged {
-            let refused = feed.admit(&info, &records.as_slice()[..count]);
-            deliver(
-                &mut out,
-                feed,
-                &block,
-                i,
-                info,
-                refused,
-                records.by_ref().take(count),
-            );
+            push(&mut out, &block, i, |line_no, raw, sink| {
+                feed.pass(line_no, raw, info, line, None, sink)
+            });
             continue;
         }
-        records.by_ref().take(count).for_each(drop);
-        let info = feed.parser().parse(block.raw(i), scratch);
-        let refused = feed.admit(&info, scratch);
-        deliver(&mut out, feed, &block, i, info, refused, scratch.drain(..));
+        drop(line);
+        push(&mut out, &block, i, |line_no, raw, sink| {
+            feed.line(line_no, raw, None, sink)
+        });
         converged = feed.parser().context() == after[i];
     }
     if converged && let Some(ctx) = after.last() {
@@ -498,7 +514,7 @@ mod tests {
     }
 
     proptest! {
-        // A failing case is printed, not written beside the sources.
+        // A failing case is printed, not written beside the code.
         #![proptest_config(ProptestConfig {
             failure_persistence: None,
             ..ProptestConfig::with_cases(24)

@@ -1,4 +1,4 @@
-//! One followed file's records on their way to the model: parsed, given their time and rank,
+//! One source's lines on their way to the model: parsed, judged, given their time and rank,
 //! and counted for the report's sources table. Shared by whole-file reading and live following.
 
 use std::collections::HashMap;
@@ -57,9 +57,9 @@ impl Feed {
         self.year_reference = Some(t);
     }
 
-    /// Parses one record and hands each typed record to `sink` with its stamp. `arrival` is the
-    /// wall-clock time for live lines; whole-file reading passes `None`. Returns what the line
-    /// said besides its records, and its stamp.
+    /// Parses line `line_no` (`raw`) and hands each typed record it gave to `sink` with its
+    /// stamp. `arrival` is the wall-clock time for live lines; whole-file reading passes
+    /// `None`. Returns what the line said besides its records, and its stamp.
     pub fn line(
         &mut self,
         line_no: u64,
@@ -68,22 +68,30 @@ impl Feed {
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
-        let mut info = self.parser.parse(raw, &mut out);
-        let refused = self.admit(&info, &out);
-        let stamp = self.deliver(
-            line_no,
-            raw,
-            &mut info,
-            refused,
-            out.drain(..),
-            arrival,
-            sink,
-        );
+        let info = self.parser.parse(raw, &mut out);
+        let passed = self.pass(line_no, raw, info, out.drain(..), arrival, sink);
         self.scratch = out;
+        passed
+    }
+
+    /// A line already parsed (as `info` and `records`, on a bulk reader's thread) the rest of
+    /// its way: judged (may its figures be true?), stamped, counted, and its records handed to
+    /// `sink` in order, or dropped whole with `info` saying why.
+    pub(super) fn pass(
+        &mut self,
+        line_no: u64,
+        raw: &[u8],
+        mut info: LineInfo,
+        records: impl ExactSizeIterator<Item = Record> + AsRef<[Record]>,
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) -> (LineInfo, Stamp) {
+        let refused = self.admit(&info, records.as_ref());
+        let stamp = self.deliver(line_no, raw, &mut info, refused, records, arrival, sink);
         (info, stamp)
     }
 
-    /// One line as the message a live source sends: its records, what else it said, and its
+    /// One line as the message the follow thread sends: its records, what else it said, and its
     /// text (invalid UTF-8 replaced) for the log pane and recordings. Sent for every line,
     /// so that the monitor counts them too.
     pub fn message(&mut self, line_no: u64, raw: &[u8], arrival: Option<f64>) -> Msg {
@@ -105,8 +113,8 @@ impl Feed {
 
     /// Whether the records parsed from a line may reach the model: None, or why they cannot be
     /// true (the parser's own rejection, or a step that goes back with no restart to explain
-    /// it). Call it with the line's records before `deliver`; it remembers the line's steps.
-    pub fn admit(&mut self, info: &LineInfo, records: &[Record]) -> Option<&'static str> {
+    /// it). It remembers the line's steps.
+    fn admit(&mut self, info: &LineInfo, records: &[Record]) -> Option<&'static str> {
         let rank = self.rank_of(info);
         for rec in records {
             match rec {
@@ -136,7 +144,7 @@ impl Feed {
         clippy::too_many_arguments,
         reason = "one line's parts, each used once"
     )]
-    pub fn deliver(
+    fn deliver(
         &mut self,
         line_no: u64,
         raw: &[u8],
@@ -172,8 +180,9 @@ impl Feed {
         self.orders.entry(rank).or_default()
     }
 
-    /// This file's parser, for whole-file reading that parses ahead on other threads.
-    pub(crate) fn parser(&mut self) -> &mut Parser {
+    /// This file's parser, for the bulk reader: its patterns for the threads that parse ahead,
+    /// its context where their blocks begin.
+    pub(super) fn parser(&mut self) -> &mut Parser {
         &mut self.parser
     }
 

@@ -93,7 +93,7 @@ const MAX_GAP: Duration = Duration::from_secs(10);
 const POSITION_EVERY: Duration = Duration::from_millis(200);
 
 /// Starts the replay thread. It ends after a last `Msg::Replay` with `finished` set, or with
-/// `SourceStopped` when a file cannot be read.
+/// `InputStopped` when a file cannot be read.
 pub fn spawn(
     replay: Replay,
     inbox: SyncSender<Msg>,
@@ -129,7 +129,7 @@ pub fn spawn(
                     pacer.report(&inbox, true);
                     Ok(())
                 }
-                Err(e) => inbox.send(Msg::SourceStopped {
+                Err(e) => inbox.send(Msg::InputStopped {
                     reason: e.to_string(),
                 }),
             };

@@ -25,13 +25,13 @@ pub enum TailEvent<'a> {
         /// The new status.
         status: &'a FileStatus,
     },
-    /// One record (a line or a `\r` redraw), raw bytes.
-    Record {
+    /// One line (ended by a newline, or a `\r` redraw), raw bytes.
+    Line {
         /// Which file.
         file: usize,
         /// Physical line (1-based, from where reading began); `\r` redraws share one.
         line_no: u64,
-        /// The record without its terminator, undecoded, at most `MAX_RECORD_BYTES`.
+        /// The line without its terminator, undecoded, at most `MAX_LINE_BYTES`.
         bytes: &'a [u8],
     },
     /// The file's existing content has been read (or there was none): history is done.

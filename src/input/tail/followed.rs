@@ -33,7 +33,7 @@ pub(super) struct Ctx<'a, 's> {
     pub sink: &'a mut Sink<'s>,
 }
 
-/// Splits a chunk (or, with `None`, ends the input) and sends the records; sends nothing more
+/// Splits a chunk (or, with `None`, ends the input) and sends the lines; sends nothing more
 /// once the sink says stop.
 fn send(
     splitter: &mut LineSplitter,
@@ -44,7 +44,7 @@ fn send(
     let mut flow = ControlFlow::Continue(());
     let mut emit = |line_no: u64, bytes: &[u8]| {
         if flow.is_continue() {
-            flow = sink(TailEvent::Record {
+            flow = sink(TailEvent::Line {
                 file,
                 line_no,
                 bytes,
@@ -242,7 +242,7 @@ impl Followed {
         read.unwrap_or(ControlFlow::Continue(()))
     }
 
-    /// Ends the retired file's last record and closes it.
+    /// Ends the retired file's last line and closes it.
     fn end_retired(&mut self, cx: &mut Ctx<'_, '_>) -> ControlFlow<()> {
         match self.retired.take() {
             Some(mut r) => send(&mut r.splitter, self.index, None, cx.sink),

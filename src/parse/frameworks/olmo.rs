@@ -31,14 +31,14 @@ pub fn header(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Forma
     if let Some(e) = rest.strip_prefix("epoch=") {
         rec.epoch = num::number(e);
     }
-    ctx.record_step = Some(n);
+    ctx.entry_step = Some(n);
     push_step(rec, &kv::Collected::default(), p, out);
     Some(Format::KeyValue)
 }
 
 /// An indented `key=value` line of the open record: a figure of its step.
 pub fn figure(p: &str, ctx: &Context, out: &mut Vec<Record>) -> Option<Format> {
-    let step = ctx.record_step?;
+    let step = ctx.entry_step?;
     if !p.contains('=') {
         return None;
     }

@@ -38,7 +38,9 @@ struct AlertLine<'a> {
     evidence: &'a [String],
     gain: Option<f64>,
     actions: &'a [String],
-    source: &'a Origin,
+    /// Named `source` in the JSON lines (schema 1), as documented.
+    #[serde(rename = "source")]
+    origin: &'a Origin,
     kind: &'static str,
     schema: u32,
 }
@@ -168,7 +170,7 @@ pub fn alert_json(c: &Change, a: &Alert, origin: &Origin) -> String {
         evidence: &a.evidence,
         gain: a.gain,
         actions: &a.actions,
-        source: origin,
+        origin,
         kind: "alert",
         schema: SCHEMA_VERSION,
     })

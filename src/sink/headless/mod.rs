@@ -48,7 +48,7 @@ pub struct Headless {
     pub replay: bool,
     /// Changes before this step are not printed (`replay --from`).
     pub from: Option<u64>,
-    /// The machine named in each line's source; none in a replay unless given.
+    /// The machine named in each line's origin; none in a replay unless given.
     pub host: Option<String>,
     pub metrics: Option<Publisher>,
 }
@@ -170,7 +170,7 @@ impl Sink {
             Msg::Ui(_) => return Ok(None),
             Msg::Replay(pos) if pos.finished => return Ok(Some("input finished".into())),
             Msg::Replay(_) => return Ok(None),
-            Msg::SourceStopped { reason } => return Err(Error::Runtime(reason)),
+            Msg::InputStopped { reason } => return Err(Error::Runtime(reason)),
             Msg::Lines(lines) => {
                 // Each line's changes are printed with its own origin and replayed time.
                 let host = self.opts.host.clone();

@@ -1,6 +1,6 @@
 //! The live view's two extra producers: the input thread (keys and resizes, blocked in
 //! crossterm's `read`) and the signal thread (SIGTERM, SIGHUP, SIGINT). Both send into the
-//! same inbox as the sources, so the main loop has one place to wait.
+//! same inbox as the follow thread, so the main loop has one place to wait.
 
 use std::sync::mpsc::SyncSender;
 

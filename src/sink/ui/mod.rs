@@ -1,7 +1,7 @@
 //! The live terminal view: `steptop LOG...`. One loop on the main thread waits on the inbox,
 //! drains what came, and draws only when something changed, at most every `FRAME`; a 1 s tick
-//! keeps the clocks honest. Sources, the sampler, the input and the signals are threads that
-//! send into the same inbox; keys change `UiState` only.
+//! keeps the clocks honest. The follow (or replay) thread, the sampler, the input and the
+//! signals are threads that send into the same inbox; keys change `UiState` only.
 
 pub mod action;
 pub mod input;
@@ -34,7 +34,7 @@ const TICK: Duration = Duration::from_secs(1);
 /// long history never freezes the view.
 const DRAIN: Duration = Duration::from_millis(50);
 
-/// What the live view needs to start: the sources already send into the inbox.
+/// What the live view needs to start: the input and probe threads already send into the inbox.
 pub struct LiveOptions {
     pub mon: Monitor,
     /// For the view's own producers: keys and signals.
