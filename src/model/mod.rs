@@ -1,5 +1,8 @@
 //! The metrics model: every record, stamped with its time, folded into bounded state. No I/O and
-//! no clock of its own, so the same records always give the same model.
+//! no clock of its own, so the same records always give the same model. Besides the records
+//! (`parse`) it holds what the monitor brings it: the probes' readings (`sample`), the log
+//! pane's lines (`log_lines`) and what was read of each source (`source_stats`, with the
+//! `unparsed` lines by shape).
 
 pub mod baseline;
 pub mod basis;

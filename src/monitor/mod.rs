@@ -1,6 +1,8 @@
-//! The monitor: the model fed from the inbox, shared by every live sink. It does no I/O and
-//! reads no clock: every message carries its own time, so replaying the same messages gives
-//! the same state.
+//! The core: the monitor is the model and its diagnosis fed from the inbox, the same for every
+//! sink. `msg` is the one message type of the bounded inbox, and `keys` the user's input in
+//! steptop's own terms (so nothing here knows a terminal library). It does no I/O and reads no
+//! clock: every message carries its own time, so replaying the same messages gives the same
+//! state.
 
 pub mod keys;
 pub mod msg;

@@ -1,7 +1,8 @@
 //! Where the monitor's state goes: the live view (`ui`), one line per alert change
 //! (`headless`, with its hooks), a summary of finished logs (`report`), the Prometheus
-//! endpoint beside either live sink (`metrics`), and runs side by side (`compare`). Sinks read
-//! the monitor; none of them changes it.
+//! endpoint beside either live sink (`metrics`), and runs side by side (`compare`). A live
+//! sink owns the loop that feeds its monitor from the inbox; what any sink shows is read from
+//! the monitor, and keys change only the live view's own state.
 
 pub mod compare;
 pub mod headless;

@@ -4,7 +4,7 @@
 //! Wake-ups come from inotify on each input's parent directory (a watch on the file itself goes
 //! silent after a rename) and from a stat poll that always runs, because nothing is notified for
 //! bytes written by another machine on NFS or Lustre. Per-file decisions live in followed.rs;
-//! the loop in [`follow`] only waits and dispatches.
+//! the loop in [`follow`] only waits and dispatches; both speak the words in event.rs.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
