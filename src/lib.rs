@@ -48,7 +48,7 @@ pub use input::{
 };
 pub use model::{Model, ModelConfig};
 pub use monitor::Monitor;
-pub use monitor::keys::{Key, KeyCode, Mods};
+pub use monitor::keys::{Key, KeyCode, Mods, UiEvent};
 pub use monitor::msg::{FileStatus, Msg, inbox};
 pub use parse::record::Record;
 pub use probe::{HostReading, Sample, Sampler, SamplerOptions};
