@@ -42,6 +42,9 @@ pub struct LiveArgs {
     /// Read no GPU or host figures: the logs only.
     #[arg(long)]
     pub no_probe: bool,
+    /// Do not sample the trainer's Python stacks.
+    #[arg(long)]
+    pub no_stacks: bool,
     /// GPUs to read: NVML indices (`0,2`, as nvidia-smi numbers them), UUIDs (`GPU-5a1f…`,
     /// `MIG-…`, or a unique start of one), or `cuda`: the GPUs the trainer's
     /// CUDA_VISIBLE_DEVICES gives it (steptop's own until the trainer is found), with CUDA's
@@ -224,6 +227,13 @@ pub struct ProbeArgs {
     /// Output format: text, or one JSON object per reading.
     #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
     pub format: ProbeFormat,
+    /// Do not sample the trainer's Python stacks (with them, --once samples them for a few
+    /// seconds before it answers).
+    #[arg(long)]
+    pub no_stacks: bool,
+    /// Config file (the `[stacks]` sampling rates; the rest is for the other commands).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Time between readings: `1s`, `500ms`, `2.5s`.
     #[arg(long, default_value = "1s", value_parser = parse_interval)]
     pub interval: std::time::Duration,

@@ -42,6 +42,7 @@ pub fn run(args: &LiveArgs) -> Result<(), Error> {
             gpm: args.gpm,
             pid: args.pid.or(args.out.until_exit),
             logs: args.logs.iter().map(PathBuf::from).collect(),
+            stacks: config.stacks.clone().filter(|_| !args.no_stacks),
             ..probe::SamplerOptions::default()
         };
         probe::spawn(opts, tx.clone()).map_err(|e| fail("the sampler thread", e))?;

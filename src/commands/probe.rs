@@ -2,11 +2,18 @@
 //! optionally recorded with the logs' lines for a later replay.
 
 use super::cli::{ProbeArgs, ProbeFormat};
-use super::write_stdout;
+use super::{load_config, write_stdout};
 use crate::common::error::Error;
 use crate::input::{self, follow, recording};
+use crate::model::stacks::Stacks;
 use crate::monitor::msg;
 use crate::probe;
+
+/// The stacks' window in the probe's output.
+const STACK_WINDOW_SECONDS: f64 = 30.0;
+/// `--once` with stacks: seconds of them before it answers, and readings it waits at most.
+const ONCE_STACK_SECONDS: f64 = 3.0;
+const ONCE_READINGS_AT_MOST: u32 = 10;
 use crate::sink::report;
 
 /// Prints the probes' readings until the pipe closes (or once, with `--once`).
@@ -16,6 +23,7 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
     {
         return Err(Error::Usage(format!("--pid {pid}: no such process")));
     }
+    let config = load_config(args.config.as_deref())?;
     let opts = probe::SamplerOptions {
         interval: args.interval,
         // --once reads everything on both of its readings.
@@ -24,8 +32,11 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         gpm: args.gpm,
         pid: args.pid,
         logs: args.logs.clone(),
+        stacks: config.stacks.clone().filter(|_| !args.no_stacks),
         ..probe::SamplerOptions::default()
     };
+    let stacks_on = opts.stacks.is_some();
+    let mut stacks = Stacks::default();
     let mut recorder = args
         .record
         .as_deref()
@@ -53,13 +64,17 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         .map_err(|e| Error::Runtime(format!("cannot start the sampler thread: {e}")))?;
     // The first reading only starts the rates; --once prints the second. The threads end at
     // their next message once this inbox is gone.
-    let mut samples = 0;
+    let mut samples: u32 = 0;
     for msg in inbox {
         if let Some(r) = &mut recorder {
             r.record(&msg)?;
         }
         let s = match msg {
             msg::Msg::Sample(s) => s,
+            msg::Msg::Stacks(reading) => {
+                stacks.apply(&reading);
+                continue;
+            }
             msg::Msg::InputStopped { reason } => return Err(Error::Runtime(reason)),
             _ => continue,
         };
@@ -67,11 +82,22 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         if samples == 1 {
             continue;
         }
+        // --once answers with a few seconds of the trainer's stacks, once it is known.
+        if args.once
+            && stacks_on
+            && s.trainer.is_some()
+            && stacks.span() < ONCE_STACK_SECONDS
+            && stacks.refusals.is_empty()
+            && samples < ONCE_READINGS_AT_MOST
+        {
+            continue;
+        }
+        let summary = (stacks_on && (s.trainer.is_some() || stacks.any()))
+            .then(|| stacks.summary(STACK_WINDOW_SECONDS));
         let mut text = match args.format {
-            ProbeFormat::Text => report::probe::text(&s),
-            ProbeFormat::Json => {
-                report::probe::json(&s).map_err(|e| Error::Runtime(e.to_string()))?
-            }
+            ProbeFormat::Text => report::probe::text(&s, summary.as_ref()),
+            ProbeFormat::Json => report::probe::json(&s, summary.as_ref())
+                .map_err(|e| Error::Runtime(e.to_string()))?,
         };
         // Text readings are set apart by a blank line; JSON is one object per line.
         if !args.once || args.format == ProbeFormat::Json {

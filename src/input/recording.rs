@@ -9,6 +9,7 @@
 //! {"kind":"line","t":null,"file":"train.log","text":"step 9/8880 | loss=0.6"}
 //! {"kind":"line","t":1795253385.04,"file":"train.log","text":"step 10/8880 | loss=0.5"}
 //! {"kind":"sample","sample":{"time":1795253385.1,"gpus":[...],"host":{...},...}}
+//! {"kind":"stacks","stacks":{"kind":"sample","time":1795253385.2,"pid":812,...}}
 //! ```
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::error::Error;
 use crate::model::sample::Sample;
+use crate::model::stacks::StackReading;
 use crate::monitor::msg::Msg;
 
 /// Bumped when an entry changes meaning; a reader refuses versions it does not know.
@@ -37,6 +39,11 @@ pub enum Entry {
     },
     Sample {
         sample: Box<Sample>,
+    },
+    /// A sample of the trainer's Python stacks (one process's main thread), or why a process
+    /// could not be sampled.
+    Stacks {
+        stacks: Box<StackReading>,
     },
 }
 
@@ -66,7 +73,7 @@ impl Recorder {
         Ok(r)
     }
 
-    /// Records what an inbox message brings in: a log line or a sample. The other messages
+    /// Records what an inbox message brings in: a log line, a sample, stacks. The other messages
     /// follow from the files themselves.
     pub fn record(&mut self, msg: &Msg) -> Result<(), Error> {
         match msg {
@@ -107,6 +114,9 @@ impl Recorder {
             }
             Msg::Sample(sample) => self.write(&Entry::Sample {
                 sample: sample.clone(),
+            }),
+            Msg::Stacks(stacks) => self.write(&Entry::Stacks {
+                stacks: stacks.clone(),
             }),
             Msg::Status { .. }
             | Msg::CaughtUp { .. }

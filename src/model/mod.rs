@@ -17,6 +17,7 @@ pub mod run;
 pub mod runs;
 pub mod sample;
 pub mod source_stats;
+pub mod stacks;
 pub mod stages;
 pub mod timeline;
 pub mod timing;
@@ -139,6 +140,8 @@ pub struct Model {
     step_clock_s: f64,
     pub last_time: Option<f64>,
     pub hardware: Hardware,
+    /// The trainer's Python stacks, sampled.
+    pub stacks: stacks::Stacks,
     pub timeline: Timeline,
     /// The last lines of the logs as delivered in messages (live runs and recordings),
     /// cleaned: the log pane shows them, and a crashed run's alert quotes what it said last.
@@ -343,6 +346,7 @@ impl Model {
             step_clock_s: 0.0,
             last_time: None,
             hardware: Hardware::default(),
+            stacks: stacks::Stacks::default(),
             timeline: Timeline::default(),
             log: LogLines::default(),
             counters: HashMap::new(),

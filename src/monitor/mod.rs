@@ -100,6 +100,10 @@ impl Monitor {
                 self.sample(*sample);
                 true
             }
+            Msg::Stacks(reading) => {
+                self.model.stacks.apply(&reading);
+                true
+            }
             Msg::InputStopped { reason } => {
                 self.stopped = Some(reason);
                 true

@@ -35,6 +35,9 @@ pub enum Msg {
     CaughtUp { source: usize },
     /// A hardware sample (GPUs, host, trainer), read by the sampler thread.
     Sample(Box<crate::model::sample::Sample>),
+    /// The trainer's Python stacks: a sample of one process's main thread, or why a process
+    /// cannot be sampled; read by the stack sampler thread.
+    Stacks(Box<crate::model::stacks::StackReading>),
     /// The input thread (following or replaying the logs) stopped for good, with the reason.
     InputStopped { reason: String },
     /// A key, a resize or a signal for the live view; the monitor ignores it.

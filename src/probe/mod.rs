@@ -2,13 +2,14 @@
 //! training process with its DataLoader workers (`process`, found by `trainer`, past the
 //! `launcher` that started it). A `Sampler` reads them all at once into one owned, timestamped
 //! `Sample`; `spawn` runs it on its own thread at the chosen interval and sends each sample
-//! into the inbox.
+//! into the inbox, and tells the `stacks` thread which processes' Python stacks to sample.
 
 pub mod gpu;
 pub mod host;
 mod launcher;
 pub mod process;
 pub mod sampler;
+pub mod stacks;
 pub mod trainer;
 
 pub use crate::model::sample::{

@@ -15,6 +15,7 @@ use super::gpu::select::{CudaEnv, GpuSelect};
 use super::gpu::{self, GpuProbe};
 use super::host::HostProbe;
 use super::process::TreeProbe;
+use super::stacks::{self, StackOptions, Targets};
 use super::{GpuReading, Sample, TrainerReading, trainer};
 use crate::monitor::msg::{Msg, unix_now};
 
@@ -32,6 +33,8 @@ pub struct SamplerOptions {
     pub logs: Vec<PathBuf>,
     /// /proc, or a directory laid out like it.
     pub proc_root: PathBuf,
+    /// Sample the trainer's Python stacks too (`--no-stacks` turns it off).
+    pub stacks: Option<StackOptions>,
 }
 
 impl Default for SamplerOptions {
@@ -44,6 +47,7 @@ impl Default for SamplerOptions {
             pid: None,
             logs: Vec::new(),
             proc_root: PathBuf::from("/proc"),
+            stacks: None,
         }
     }
 }
@@ -264,8 +268,32 @@ impl<'n> Sampler<'n> {
 const FOREIGN_PIDS: &str = "GPU processes are reported with the host's PIDs (steptop runs in \
      a container or another PID namespace): the trainer is found by its log or --pid instead";
 
-/// Runs the sampler on its own thread until the inbox closes.
+/// The processes whose stacks to sample, from a reading of the trainer's tree.
+fn targets_of(t: Option<&TrainerReading>) -> Targets {
+    let Some(t) = t else {
+        return Targets::default();
+    };
+    Targets {
+        mains: if t.ranks.is_empty() {
+            vec![t.pid]
+        } else {
+            t.ranks.clone()
+        },
+        workers: t.workers.iter().map(|w| w.pid).collect(),
+    }
+}
+
+/// Runs the sampler on its own thread until the inbox closes, with the stack thread beside it
+/// when `opts.stacks` asks for one.
 pub fn spawn(opts: SamplerOptions, inbox: SyncSender<Msg>) -> std::io::Result<JoinHandle<()>> {
+    let stack_targets = match &opts.stacks {
+        Some(stack_opts) => {
+            let (tx, rx) = std::sync::mpsc::channel();
+            stacks::spawn(stack_opts.clone(), rx, inbox.clone())?;
+            Some(tx)
+        }
+        None => None,
+    };
     std::thread::Builder::new()
         .name("sampler".into())
         .spawn(move || {
@@ -273,8 +301,17 @@ pub fn spawn(opts: SamplerOptions, inbox: SyncSender<Msg>) -> std::io::Result<Jo
             let interval = opts.interval;
             let mut sampler = Sampler::new(&nvml, opts);
             let mut next = Instant::now();
+            let mut targets = Targets::default();
             loop {
                 let sample = sampler.sample(unix_now());
+                let now_targets = targets_of(sample.trainer.as_ref());
+                if let Some(tx) = &stack_targets
+                    && now_targets != targets
+                {
+                    // The stack thread ends on its own once the inbox is gone.
+                    let _ = tx.send(now_targets.clone());
+                    targets = now_targets;
+                }
                 if inbox.send(Msg::Sample(Box::new(sample))).is_err() {
                     return;
                 }

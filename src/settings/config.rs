@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -11,6 +12,7 @@ use crate::common::error::Error;
 use crate::diagnose::{DiagnoseConfig, DiagnoseSection};
 use crate::model::ModelConfig;
 use crate::parse::user::UserPattern;
+use crate::probe::stacks::StackOptions;
 
 /// The config file as written.
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -24,6 +26,8 @@ pub struct ConfigFile {
     pub pattern: Vec<PatternSection>,
     #[serde(default)]
     pub diagnose: DiagnoseSection,
+    #[serde(default)]
+    pub stacks: StacksSection,
     /// `[rules.<id>]`: a rule's thresholds and timing, by key.
     #[serde(default)]
     pub rules: BTreeMap<String, BTreeMap<String, f64>>,
@@ -60,6 +64,33 @@ impl Default for FollowSection {
     }
 }
 
+/// `[stacks]`: sampling the trainer's Python stacks.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct StacksSection {
+    /// Sample them at all (`--no-stacks` also turns it off). Default true.
+    pub enabled: bool,
+    /// Milliseconds between samples of each rank's main thread. Default 250.
+    pub main_every_ms: u64,
+    /// Milliseconds between samples of each DataLoader worker. Default 1000.
+    pub worker_every_ms: u64,
+    /// The share of one core, in %, that sampling may take: it samples less often rather
+    /// than more. Default 0.8.
+    pub budget_pct: f64,
+}
+
+impl Default for StacksSection {
+    fn default() -> Self {
+        let o = StackOptions::default();
+        StacksSection {
+            enabled: true,
+            main_every_ms: o.main_every.as_millis() as u64,
+            worker_every_ms: o.worker_every.as_millis() as u64,
+            budget_pct: o.budget * 100.0,
+        }
+    }
+}
+
 /// `[[pattern]]`: a user's own line format.
 #[derive(Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -76,6 +107,8 @@ pub struct Config {
     pub poll_ms: u64,
     pub patterns: Arc<Vec<UserPattern>>,
     pub diagnose: DiagnoseConfig,
+    /// How to sample the trainer's Python stacks; None: not at all.
+    pub stacks: Option<StackOptions>,
 }
 
 impl Config {
@@ -96,6 +129,7 @@ impl Config {
             poll_ms: FollowSection::default().poll_ms,
             patterns: Arc::default(),
             diagnose: DiagnoseConfig::default(),
+            stacks: Some(StackOptions::default()),
         }
     }
 
@@ -141,6 +175,33 @@ impl Config {
         }
         let diagnose = DiagnoseConfig::check(file.diagnose, &file.rules)
             .map_err(|(key, msg)| bad(&key, msg))?;
+        let s = &file.stacks;
+        for (key, ms) in [
+            ("stacks.main-every-ms", s.main_every_ms),
+            ("stacks.worker-every-ms", s.worker_every_ms),
+        ] {
+            if !(10..=600_000).contains(&ms) {
+                return Err(bad(
+                    key,
+                    format!("'{ms}' is out of range: use 10 to 600000"),
+                ));
+            }
+        }
+        if !(s.budget_pct > 0.0 && s.budget_pct <= 100.0) {
+            return Err(bad(
+                "stacks.budget-pct",
+                format!(
+                    "'{}' is out of range: use more than 0, up to 100",
+                    s.budget_pct
+                ),
+            ));
+        }
+        let stacks = s.enabled.then(|| StackOptions {
+            main_every: Duration::from_millis(s.main_every_ms),
+            worker_every: Duration::from_millis(s.worker_every_ms),
+            budget: s.budget_pct / 100.0,
+            ..StackOptions::default()
+        });
         Ok(Config {
             model: ModelConfig {
                 window_steps: file.model.window_steps,
@@ -148,6 +209,7 @@ impl Config {
             poll_ms: file.follow.poll_ms,
             patterns: Arc::new(patterns),
             diagnose,
+            stacks,
         })
     }
 }
@@ -161,6 +223,16 @@ mod tests {
         let c = Config::parse("", "x.toml").unwrap();
         assert_eq!(c.model, ModelConfig::default());
         assert_eq!(c.poll_ms, 1000);
+        assert_eq!(
+            c.stacks.map(|s| (s.main_every, s.worker_every, s.budget)),
+            Some((Duration::from_millis(250), Duration::from_secs(1), 0.008))
+        );
+        let off = Config::parse("[stacks]\nenabled = false\n", "x.toml").unwrap();
+        assert!(off.stacks.is_none());
+        let e = Config::parse("[stacks]\nbudget-pct = 0\n", "s.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stacks.budget-pct"), "{e}");
     }
 
     #[test]

@@ -199,8 +199,13 @@ mod tests {
         let parsed = Config::parse(DEFAULT_CONFIG, "default").expect("parses");
         let defaults = Config::default_checked();
         assert_eq!(
-            (parsed.model, parsed.poll_ms, parsed.diagnose),
-            (defaults.model, defaults.poll_ms, defaults.diagnose)
+            (parsed.model, parsed.poll_ms, parsed.diagnose, parsed.stacks),
+            (
+                defaults.model,
+                defaults.poll_ms,
+                defaults.diagnose,
+                defaults.stacks
+            )
         );
     }
 }

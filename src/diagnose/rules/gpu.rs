@@ -32,7 +32,7 @@ pub const GPU_STARVED: Rule = Rule {
         ),
     ],
     detail: false,
-    hidden_by: &[],
+    hidden_by: &["python_hotspot"],
     check: gpu_starved,
 };
 
@@ -107,6 +107,7 @@ pub const LOW_GPU_UTIL: Rule = Rule {
         "loader_workers_starved",
         "input_cpu_saturated",
         "gpu_starved",
+        "python_hotspot",
         "h2d_copy_bound",
         "straggler",
         "stalled",

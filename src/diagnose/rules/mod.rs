@@ -3,6 +3,7 @@
 //! whose alert hides it (a specific cause hides the generic symptom), and a pure check.
 //! Specific rules come before the generic ones they hide, so they are raised first.
 
+mod code;
 mod events;
 mod gpu;
 mod gpu_memory;
@@ -38,6 +39,7 @@ pub static RULES: &[Rule] = &[
     input::DATA_LOADING_BOUND,
     input::H2D_COPY_BOUND,
     input::CACHE_INEFFECTIVE,
+    code::PYTHON_HOTSPOT,
     gpu::GPU_STARVED,
     gpu::GPU_THROTTLING,
     pace::STRAGGLER,
@@ -115,6 +117,7 @@ mod tests {
         // Each check's code names its knobs as k.get("key"): they must be in its params
         // (or the common timing knobs), else get() gives NaN and the rule never fires.
         let sources = [
+            include_str!("code.rs"),
             include_str!("events.rs"),
             include_str!("gpu.rs"),
             include_str!("gpu_memory.rs"),

@@ -61,6 +61,7 @@ pub fn messages(
                     each(feeds[i].message(line_no, text.as_bytes(), t), done + bytes);
                 }
                 Entry::Sample { sample } => each(Msg::Sample(sample), done + bytes),
+                Entry::Stacks { stacks } => each(Msg::Stacks(stacks), done + bytes),
                 Entry::Header { .. } => {}
             })?;
         } else {

@@ -6,6 +6,7 @@ mod markdown;
 pub mod probe;
 mod text;
 
+use crate::model::stacks::StackSummary;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -155,6 +156,10 @@ pub struct Report {
     pub checklist: Vec<Item>,
     /// What the hardware samples of a recording said; null for plain logs.
     pub hardware: Option<HardwareOut>,
+    /// Where the trainer's Python stacks were, in a recording that sampled them (the last
+    /// five minutes of samples); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackSummary>,
 }
 
 #[derive(Debug, Serialize)]
@@ -595,6 +600,7 @@ impl Report {
                 .collect(),
             checklist: checklist::evaluate(m, &a.diagnosis),
             hardware: hardware(m),
+            stacks: m.stacks.any().then(|| m.stacks.summary(m.stacks.span())),
         }
     }
 }

@@ -5,8 +5,9 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::common::display::{self, Tabs};
-use crate::common::units::{gib, rate};
+use crate::common::units::{gib, pct, rate};
 use crate::model::sample::{GpuReading, HostReading, Sample, TrainerReading};
+use crate::model::stacks::StackSummary;
 
 /// Version of the probe JSON; bumped when a field changes meaning or goes away.
 pub const PROBE_SCHEMA_VERSION: u32 = 1;
@@ -16,18 +17,22 @@ struct ProbeJson<'a> {
     schema_version: u32,
     #[serde(flatten)]
     sample: &'a Sample,
+    /// The trainer's Python stacks over the last seconds; absent with --no-stacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stacks: Option<&'a StackSummary>,
 }
 
 /// One line of JSON.
-pub fn json(s: &Sample) -> Result<String, serde_json::Error> {
+pub fn json(s: &Sample, stacks: Option<&StackSummary>) -> Result<String, serde_json::Error> {
     serde_json::to_string(&ProbeJson {
         schema_version: PROBE_SCHEMA_VERSION,
         sample: s,
+        stacks,
     })
 }
 
 /// Plain text, at most 80 columns.
-pub fn text(s: &Sample) -> String {
+pub fn text(s: &Sample, stacks: Option<&StackSummary>) -> String {
     let mut o = String::new();
     match &s.gpu_error {
         Some(e) => words(&mut o, "gpus     none: ", 9, e),
@@ -46,7 +51,49 @@ pub fn text(s: &Sample) -> String {
             "trainer  not found: pass --pid PID, or the log it writes (steptop probe LOG)\n",
         ),
     }
+    if let Some(st) = stacks {
+        stack_text(&mut o, st);
+    }
     o
+}
+
+/// The stacks: where the main threads and the workers were, and the functions that held them.
+pub(crate) fn stack_text(o: &mut String, st: &StackSummary) {
+    for (who, r) in [("main", &st.main), ("workers", &st.workers)] {
+        if r.samples == 0 {
+            continue;
+        }
+        words(
+            o,
+            &format!("stacks   {who}: "),
+            9,
+            &format!(
+                "{} samples over {:.0} s (shares are estimates); {}",
+                r.samples,
+                st.seconds,
+                r.places
+                    .iter()
+                    .take(4)
+                    .map(|(p, s)| format!("{} {}", p.words(), pct(*s)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+        for f in r.functions.iter().take(3) {
+            words(
+                o,
+                "         ",
+                11,
+                &format!("{} {}  {}:{}", pct(f.share), f.function, f.file, f.line),
+            );
+        }
+    }
+    for why in st.refused.iter().chain(&st.notes) {
+        words(o, "stacks   ", 9, why);
+    }
+    if st.main.samples == 0 && st.workers.samples == 0 && st.refused.is_empty() {
+        o.push_str("stacks   no sample yet\n");
+    }
 }
 
 fn gpu(o: &mut String, g: &GpuReading) {

@@ -67,6 +67,10 @@ pub fn render(r: &Report) -> String {
         line(&mut o, "train runtime", duration(rt));
     }
     hardware(r, &mut o);
+    if let Some(st) = &r.stacks {
+        o.push('\n');
+        super::probe::stack_text(&mut o, st);
+    }
     earlier_runs(r, &mut o);
     events(r, &mut o);
     checklist(r, &mut o);

@@ -1,0 +1,499 @@
+//! The trainer's Python stacks: each sample of one process's main thread (the stack sampler in
+//! `probe/stacks` takes them), where it was (`Place`), and the shares of the recent samples by
+//! place and by user function, per role (the main threads of the ranks, the DataLoader
+//! workers together). Sampled shares are estimates: short bursts of CPU are under-counted at
+//! normal priority, so the words say "about" where it matters.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+/// How long samples are kept: the diagnosis window (60 s by default) and more.
+const KEPT_SECONDS: f64 = 300.0;
+/// Samples kept at most, whatever the rates.
+const KEPT_SAMPLES: usize = 4096;
+/// Frames of a stack kept, innermost first: the user's code is near the top.
+pub const FRAMES_KEPT: usize = 64;
+
+/// What the stack sampler sends: a sample, or why a process cannot be sampled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum StackReading {
+    Sample(StackSample),
+    Refused {
+        time: f64,
+        pid: u32,
+        why: String,
+    },
+    /// What the samples of a process need said beside them (an old Python).
+    Note {
+        time: f64,
+        pid: u32,
+        text: String,
+    },
+}
+
+/// One process's main thread at one moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StackSample {
+    /// Unix seconds, from the stack sampler's clock.
+    pub time: f64,
+    pub pid: u32,
+    pub role: Role,
+    /// Whether the thread was running (not waiting in the kernel).
+    pub active: bool,
+    /// Whether it held the GIL.
+    pub gil: bool,
+    /// Its Python frames, innermost first, at most `FRAMES_KEPT`.
+    pub frames: Vec<PyFrame>,
+}
+
+/// What a sampled process does for the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A rank's main process: its main thread runs the training loop.
+    Main,
+    /// A DataLoader worker.
+    Worker,
+}
+
+/// One Python frame.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PyFrame {
+    pub function: String,
+    /// The file as the user knows it (relative to its sys.path entry).
+    pub file: String,
+    /// The file's full path, which tells the standard library and installed packages apart.
+    pub path: String,
+    pub line: u32,
+}
+
+/// Where a thread was when it was sampled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    /// Main thread: waiting for the next batch (the DataLoader's queue, or any queue it reads).
+    WaitingForBatch,
+    /// Running the user's own Python code.
+    UserCode,
+    /// Waiting in a call made from the user's code: a GPU sync (`.item()`, `.cpu()`,
+    /// `synchronize`, a blocking `.to()`), a sleep, a file or network read.
+    Blocked,
+    /// In PyTorch's module calls (the forward).
+    Forward,
+    /// In autograd (the backward).
+    Backward,
+    /// In a `torch.optim` optimizer step.
+    Optimizer,
+    /// Writing logs or checkpoints.
+    LoggingOrCheckpoint,
+    /// A worker reading: waiting in the kernel outside any queue (a file, the network).
+    Reading,
+    /// A worker computing: decoding, augmenting, in the user's or a library's code.
+    Computing,
+    /// A worker collating a batch.
+    Collating,
+    /// A worker waiting on its queues (for an index, or for room to put a batch).
+    WaitingOnQueue,
+    /// Anywhere else (another library, the interpreter's own frames).
+    Other,
+}
+
+impl Place {
+    pub fn words(self) -> &'static str {
+        match self {
+            Place::WaitingForBatch => "waiting for the next batch",
+            Place::UserCode => "in the user's Python code",
+            Place::Blocked => "waiting in a call from the user's code (GPU sync, sleep or I/O)",
+            Place::Forward => "in PyTorch's forward",
+            Place::Backward => "in PyTorch's backward",
+            Place::Optimizer => "in the optimizer",
+            Place::LoggingOrCheckpoint => "writing logs or checkpoints",
+            Place::Reading => "reading (waiting on a file or the network)",
+            Place::Computing => "computing (decoding, augmenting)",
+            Place::Collating => "collating batches",
+            Place::WaitingOnQueue => "waiting on its queues",
+            Place::Other => "elsewhere",
+        }
+    }
+}
+
+/// A library's file: the standard library, an installed package, or the interpreter's own.
+fn is_library(path: &str) -> bool {
+    path.starts_with('<')
+        || path.contains("site-packages/")
+        || path.contains("dist-packages/")
+        || path.contains("/lib/python")
+}
+
+fn is_queue_wait(f: &PyFrame) -> bool {
+    let p = &f.path;
+    p.ends_with("multiprocessing/queues.py")
+        || p.ends_with("multiprocessing/connection.py")
+        || p.ends_with("/queue.py")
+        || p.ends_with("/selectors.py")
+        || (p.ends_with("/threading.py") && f.function == "wait")
+}
+
+/// Where a sampled thread was, and the user function that holds it (the innermost frame of
+/// the user's own code), if any.
+pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>) {
+    let user = s.frames.iter().find(|f| !is_library(&f.path));
+    let any = |needle: &str| s.frames.iter().any(|f| f.path.contains(needle));
+    let innermost_library = s.frames.first().is_some_and(|f| is_library(&f.path));
+    let place = match s.role {
+        Role::Main => {
+            if any("torch/utils/data/dataloader.py")
+                || (!s.active && innermost_library && s.frames.iter().any(is_queue_wait))
+            {
+                Place::WaitingForBatch
+            } else if any("/logging/") || any("torch/serialization.py") {
+                Place::LoggingOrCheckpoint
+            } else if any("torch/optim/") {
+                Place::Optimizer
+            } else if any("torch/autograd/") || any("torch/_tensor.py") {
+                Place::Backward
+            } else if s
+                .frames
+                .first()
+                .is_some_and(|f| f.path.contains("/torch/nn/"))
+            {
+                Place::Forward
+            } else if user.is_some() {
+                if s.active {
+                    Place::UserCode
+                } else {
+                    Place::Blocked
+                }
+            } else {
+                Place::Other
+            }
+        }
+        Role::Worker => {
+            if any("torch/utils/data/_utils/collate.py") {
+                Place::Collating
+            } else if !s.active && s.frames.iter().any(is_queue_wait) {
+                Place::WaitingOnQueue
+            } else if s.active {
+                Place::Computing
+            } else {
+                Place::Reading
+            }
+        }
+    };
+    (place, user)
+}
+
+/// A sample as kept: its place and its user function.
+#[derive(Clone, Debug, PartialEq)]
+struct Kept {
+    time: f64,
+    role: Role,
+    place: Place,
+    gil: bool,
+    /// `file:line function` of the innermost user frame.
+    function: Option<(String, String, u32)>,
+}
+
+/// The recent samples, and what could not be sampled.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stacks {
+    kept: VecDeque<Kept>,
+    /// Why stacks cannot be read, per process, as the sampler said it (permissions, not
+    /// Python); the latest per pid, until the process is sampled.
+    pub refusals: BTreeMap<u32, String>,
+    /// What the samples of a process need said beside them, per pid.
+    pub notes: BTreeMap<u32, String>,
+}
+
+/// The shares of one role's samples over a window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RoleShares {
+    pub samples: u64,
+    /// Share of samples per place, largest first.
+    pub places: Vec<(Place, f64)>,
+    /// Share of samples per user function (`file`, `function`, a line it was seen at),
+    /// largest first, the first few.
+    pub functions: Vec<FunctionShare>,
+    /// Share of samples in which the thread held the GIL.
+    pub gil: f64,
+}
+
+/// What the stacks said over a window, for the probe's output and the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StackSummary {
+    /// The window, in seconds before the newest sample.
+    pub seconds: f64,
+    /// The ranks' main threads.
+    pub main: RoleShares,
+    /// The DataLoader workers, together.
+    pub workers: RoleShares,
+    /// Why some processes cannot be sampled, one sentence each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunctionShare {
+    pub function: String,
+    pub file: String,
+    pub line: u32,
+    pub share: f64,
+    pub samples: u64,
+    /// Of them, the samples in which the thread ran the function's own Python (not waiting
+    /// in a call it made).
+    pub running: u64,
+}
+
+impl Stacks {
+    /// Folds in one reading: a sample, or why a process cannot be sampled.
+    pub fn apply(&mut self, reading: &StackReading) {
+        match reading {
+            StackReading::Sample(s) => self.add(s),
+            StackReading::Refused { pid, why, .. } => {
+                self.refusals.insert(*pid, why.clone());
+            }
+            StackReading::Note { pid, text, .. } => {
+                self.notes.insert(*pid, text.clone());
+            }
+        }
+    }
+
+    pub fn add(&mut self, s: &StackSample) {
+        let (place, user) = classify(s);
+        self.kept.push_back(Kept {
+            time: s.time,
+            role: s.role,
+            place,
+            gil: s.gil,
+            function: user.map(|f| (f.file.clone(), f.function.clone(), f.line)),
+        });
+        self.refusals.remove(&s.pid);
+        while self.kept.len() > KEPT_SAMPLES
+            || self
+                .kept
+                .front()
+                .is_some_and(|k| k.time < s.time - KEPT_SECONDS)
+        {
+            self.kept.pop_front();
+        }
+    }
+
+    /// Whether any sample was taken, or any process refused.
+    pub fn any(&self) -> bool {
+        !self.kept.is_empty() || !self.refusals.is_empty()
+    }
+
+    /// Seconds between the oldest and the newest sample kept.
+    pub fn span(&self) -> f64 {
+        match (self.kept.front(), self.kept.back()) {
+            (Some(a), Some(b)) => b.time - a.time,
+            _ => 0.0,
+        }
+    }
+
+    /// Both roles' shares over the `seconds` before the newest sample, with the refusals and
+    /// notes.
+    pub fn summary(&self, seconds: f64) -> StackSummary {
+        StackSummary {
+            seconds,
+            main: self.shares(Role::Main, seconds),
+            workers: self.shares(Role::Worker, seconds),
+            refused: self.refusals.values().cloned().collect(),
+            notes: self.notes.values().cloned().collect(),
+        }
+    }
+
+    /// The time of the newest sample.
+    pub fn latest(&self) -> Option<f64> {
+        self.kept.back().map(|k| k.time)
+    }
+
+    /// The shares of `role`'s samples over the `seconds` before the newest sample.
+    pub fn shares(&self, role: Role, seconds: f64) -> RoleShares {
+        let Some(now) = self.latest() else {
+            return RoleShares::default();
+        };
+        let recent: Vec<&Kept> = self
+            .kept
+            .iter()
+            .rev()
+            .take_while(|k| k.time >= now - seconds)
+            .filter(|k| k.role == role)
+            .collect();
+        let n = recent.len() as u64;
+        if n == 0 {
+            return RoleShares::default();
+        }
+        let share = |c: u64| c as f64 / n as f64;
+        let mut places: BTreeMap<Place, u64> = BTreeMap::new();
+        let mut functions: BTreeMap<(&str, &str), (u64, u64, u32)> = BTreeMap::new();
+        let mut gil = 0;
+        for k in &recent {
+            *places.entry(k.place).or_default() += 1;
+            gil += u64::from(k.gil);
+            // A function holds the thread while the thread runs in it or waits in a call it
+            // made; waiting for a batch or on a queue is not the function's time.
+            if let Some((file, function, line)) = &k.function
+                && matches!(
+                    k.place,
+                    Place::UserCode | Place::Blocked | Place::Computing | Place::Reading
+                )
+            {
+                let e = functions.entry((file, function)).or_insert((0, 0, *line));
+                e.0 += 1;
+                e.1 += u64::from(matches!(k.place, Place::UserCode | Place::Computing));
+                e.2 = *line;
+            }
+        }
+        let mut places: Vec<(Place, f64)> =
+            places.into_iter().map(|(p, c)| (p, share(c))).collect();
+        places.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut functions: Vec<FunctionShare> = functions
+            .into_iter()
+            .map(|((file, function), (c, running, line))| FunctionShare {
+                function: function.to_string(),
+                file: file.to_string(),
+                line,
+                share: share(c),
+                samples: c,
+                running,
+            })
+            .collect();
+        functions.sort_by_key(|f| std::cmp::Reverse(f.samples));
+        functions.truncate(5);
+        RoleShares {
+            samples: n,
+            places,
+            functions,
+            gil: share(gil),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, path: &str) -> PyFrame {
+        PyFrame {
+            function: function.into(),
+            file: path.rsplit('/').next().unwrap_or(path).into(),
+            path: path.into(),
+            line: 7,
+        }
+    }
+
+    fn sample(role: Role, active: bool, frames: Vec<PyFrame>) -> StackSample {
+        StackSample {
+            time: 0.0,
+            pid: 1,
+            role,
+            active,
+            gil: active,
+            frames,
+        }
+    }
+
+    const LIB: &str = "/usr/lib/python3.11";
+    const TORCH: &str = "/venv/lib/python3.11/site-packages/torch";
+
+    #[test]
+    fn the_main_thread_is_placed_by_its_frames_and_its_state() {
+        let train = frame("train", "/home/u/train.py");
+        let hot = frame("_generate_targets", "/home/u/train.py");
+        let place = |active, frames: Vec<PyFrame>| classify(&sample(Role::Main, active, frames)).0;
+        assert_eq!(
+            place(true, vec![hot.clone(), train.clone()]),
+            Place::UserCode
+        );
+        // Idle in the user's own frame: a C call that waits (.item(), a sleep, a read).
+        assert_eq!(
+            place(false, vec![hot.clone(), train.clone()]),
+            Place::Blocked
+        );
+        let dataloader = vec![
+            frame("wait", &format!("{LIB}/threading.py")),
+            frame("get", &format!("{LIB}/queue.py")),
+            frame(
+                "_try_get_data",
+                &format!("{TORCH}/utils/data/dataloader.py"),
+            ),
+            train.clone(),
+        ];
+        assert_eq!(place(false, dataloader), Place::WaitingForBatch);
+        let mp_queue = vec![
+            frame(
+                "recv_bytes",
+                &format!("{LIB}/multiprocessing/connection.py"),
+            ),
+            frame("get", &format!("{LIB}/multiprocessing/queues.py")),
+            train.clone(),
+        ];
+        assert_eq!(place(false, mp_queue), Place::WaitingForBatch);
+        let forward = vec![
+            frame("_call_impl", &format!("{TORCH}/nn/modules/module.py")),
+            train.clone(),
+        ];
+        assert_eq!(place(true, forward), Place::Forward);
+        let backward = vec![
+            frame("backward", &format!("{TORCH}/autograd/__init__.py")),
+            frame("backward", &format!("{TORCH}/_tensor.py")),
+            train.clone(),
+        ];
+        assert_eq!(place(true, backward), Place::Backward);
+        let step = vec![frame("step", &format!("{TORCH}/optim/adamw.py")), train];
+        assert_eq!(place(true, step), Place::Optimizer);
+    }
+
+    #[test]
+    fn workers_read_compute_collate_or_wait_on_their_queues() {
+        let get = frame("__getitem__", "/home/u/data.py");
+        let place =
+            |active, frames: Vec<PyFrame>| classify(&sample(Role::Worker, active, frames)).0;
+        assert_eq!(place(false, vec![get.clone()]), Place::Reading);
+        assert_eq!(place(true, vec![get.clone()]), Place::Computing);
+        let collate = vec![
+            frame("collate", &format!("{TORCH}/utils/data/_utils/collate.py")),
+            get,
+        ];
+        assert_eq!(place(true, collate), Place::Collating);
+        let waiting = vec![
+            frame("get", &format!("{LIB}/multiprocessing/queues.py")),
+            frame(
+                "_worker_loop",
+                &format!("{TORCH}/utils/data/_utils/worker.py"),
+            ),
+        ];
+        assert_eq!(place(false, waiting), Place::WaitingOnQueue);
+    }
+
+    #[test]
+    fn shares_count_a_function_while_it_runs_or_waits_in_its_calls() {
+        let mut st = Stacks::default();
+        let hot = frame("_generate_targets", "/home/u/train.py");
+        let queue = frame("get", &format!("{LIB}/queue.py"));
+        let train = frame("train", "/home/u/train.py");
+        for i in 0..10 {
+            let (active, frames) = match i % 5 {
+                0..=2 => (true, vec![hot.clone(), train.clone()]),
+                3 => (false, vec![queue.clone(), train.clone()]),
+                _ => (false, vec![hot.clone(), train.clone()]),
+            };
+            let mut s = sample(Role::Main, active, frames);
+            s.time = f64::from(i);
+            st.add(&s);
+        }
+        let sh = st.shares(Role::Main, 60.0);
+        assert_eq!(sh.samples, 10);
+        assert_eq!(sh.functions[0].function, "_generate_targets");
+        assert!((sh.functions[0].share - 0.8).abs() < 1e-9);
+        assert_eq!(sh.places[0], (Place::UserCode, 0.6));
+        // A shorter window sees only the newest samples.
+        assert_eq!(st.shares(Role::Main, 4.5).samples, 5);
+        assert_eq!(st.shares(Role::Worker, 60.0), RoleShares::default());
+    }
+}

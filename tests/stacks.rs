@@ -1,0 +1,303 @@
+//! The trainer's Python stacks, end to end: the real binary samples a real Python program
+//! (tests/fake/pytrainer.py: a hot function in its loop, workers that read and decode) with
+//! no change to it, and must name what the program itself measured. Needs `python3` (CI
+//! installs it).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The Python trainer, running until dropped; its truth file is written when it stops.
+struct PyTrainer {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl PyTrainer {
+    fn start(args: &[&str]) -> PyTrainer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/pytrainer.py");
+        // Its own process group: the workers go with it, whatever ends the test.
+        let mut child = Command::new("python3")
+            .process_group(0)
+            .arg(&script)
+            .arg("--log")
+            .arg(dir.path().join("train.log"))
+            .arg("--truth")
+            .arg(dir.path().join("truth.json"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs (the stack tests need it; .ci/run installs it)");
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut ready)
+            .expect("read");
+        assert_eq!(ready.trim(), "ready", "the trainer did not start");
+        PyTrainer { child, dir }
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("train.log")
+    }
+
+    /// Stops it (SIGTERM: it writes what it measured) and returns that.
+    fn truth(mut self) -> Value {
+        Command::new("kill")
+            .args(["-TERM", &self.pid()])
+            .status()
+            .expect("kill");
+        self.child.wait().expect("wait");
+        let text = std::fs::read_to_string(self.dir.path().join("truth.json")).expect("truth");
+        serde_json::from_str(&text).expect("truth json")
+    }
+}
+
+impl Drop for PyTrainer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A config that samples fast, so that a test has enough samples in seconds.
+fn fast_config(dir: &Path) -> PathBuf {
+    let path = dir.join("stacks.toml");
+    std::fs::write(
+        &path,
+        "[stacks]\nmain-every-ms = 50\nworker-every-ms = 50\nbudget-pct = 50\n",
+    )
+    .expect("config");
+    path
+}
+
+fn steptop() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    c.env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
+    c
+}
+
+/// Runs `cmd` and returns its stdout lines until `done` says enough or `limit` passes.
+fn lines_until(mut cmd: Command, limit: Duration, done: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("steptop runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut out = Vec::new();
+    while let Some(left) = limit.checked_sub(start.elapsed()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let stop = done(&line);
+                out.push(line);
+                if stop {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("py-spy") && !stderr.contains("Failed to"),
+        "py-spy's own words reached stderr: {stderr}"
+    );
+    out
+}
+
+#[test]
+fn probe_names_the_hot_function_and_the_workers_split() {
+    let t = PyTrainer::start(&[
+        "--workers",
+        "2",
+        "--hot-ms",
+        "60",
+        "--wait-ms",
+        "15",
+        "--read-ms",
+        "70",
+        "--decode-ms",
+        "70",
+    ]);
+    let cfg = fast_config(t.dir.path());
+    let mut cmd = steptop();
+    cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
+        .arg(&cfg);
+    let lines = lines_until(cmd, Duration::from_secs(40), |l| {
+        serde_json::from_str::<Value>(l)
+            .is_ok_and(|v| v["stacks"]["workers"]["samples"].as_u64() >= Some(250))
+    });
+    let last: Value = serde_json::from_str(lines.last().expect("a reading")).expect("json");
+    let truth = t.truth();
+    let main = &last["stacks"]["main"];
+    let running = |f: &Value| f["running"].as_u64().unwrap_or(0);
+    let functions = main["functions"].as_array().expect("functions");
+    let top = functions
+        .iter()
+        .max_by_key(|f| running(f))
+        .expect("a function");
+    assert_eq!(top["function"], "_generate_targets", "{main}");
+    assert_eq!(top["file"], "pytrainer.py", "{main}");
+    let share = running(top) as f64 / main["samples"].as_f64().expect("samples");
+    let measured = truth["main_hot_share"].as_f64().expect("truth");
+    eprintln!("main thread in _generate_targets: sampled {share:.3}, measured {measured:.3}");
+    assert!(
+        (share - measured).abs() < 0.15,
+        "sampled {share:.3} against {measured:.3} measured"
+    );
+    // The workers: reading (waiting in the kernel) against decoding (running), out of the
+    // samples in either.
+    let places = last["stacks"]["workers"]["places"]
+        .as_array()
+        .expect("places");
+    let place = |name: &str| {
+        places
+            .iter()
+            .find(|p| p[0] == name)
+            .and_then(|p| p[1].as_f64())
+            .unwrap_or(0.0)
+    };
+    let (reading, computing) = (place("reading"), place("computing"));
+    let sampled = reading / (reading + computing);
+    let measured = truth["workers_reading_share"].as_f64().expect("truth");
+    eprintln!("workers reading: sampled {sampled:.3}, measured {measured:.3}");
+    assert!(
+        (sampled - measured).abs() <= 0.10,
+        "workers reading {sampled:.3} sampled against {measured:.3} measured"
+    );
+}
+
+#[test]
+fn headless_raises_python_hotspot_with_the_function_as_evidence() {
+    let t = PyTrainer::start(&["--workers", "1", "--hot-ms", "80", "--wait-ms", "10"]);
+    let cfg = fast_config(t.dir.path());
+    let mut cmd = steptop();
+    cmd.args([
+        "--headless",
+        "--format",
+        "json",
+        "--pid",
+        &t.pid(),
+        "--config",
+    ])
+    .arg(&cfg)
+    .arg(t.log());
+    let lines = lines_until(cmd, Duration::from_secs(60), |l| {
+        l.contains("\"rule\":\"python_hotspot\"")
+    });
+    let alert: Value = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["rule"] == "python_hotspot")
+        .unwrap_or_else(|| panic!("no python_hotspot alert in {lines:#?}"));
+    assert!(
+        alert["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("_generate_targets (pytrainer.py:")),
+        "{alert}"
+    );
+    assert!(
+        alert["evidence"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("sampled stacks"))
+    );
+}
+
+#[test]
+fn a_recording_keeps_the_stacks_for_the_report() {
+    let t = PyTrainer::start(&["--workers", "1", "--hot-ms", "60", "--wait-ms", "10"]);
+    let cfg = fast_config(t.dir.path());
+    let rec = t.dir.path().join("run.jsonl");
+    let mut cmd = steptop();
+    cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
+        .arg(&cfg)
+        .arg("--record")
+        .arg(&rec)
+        .arg(t.log());
+    lines_until(cmd, Duration::from_secs(30), |l| {
+        serde_json::from_str::<Value>(l)
+            .is_ok_and(|v| v["stacks"]["main"]["samples"].as_u64() >= Some(40))
+    });
+    let out = steptop()
+        .args(["report", "--format", "json"])
+        .arg(&rec)
+        .output()
+        .expect("report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let functions = r["stacks"]["main"]["functions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no stacks in the report: {}", r["stacks"]));
+    assert!(
+        functions
+            .iter()
+            .any(|f| f["function"] == "_generate_targets"),
+        "{functions:?}"
+    );
+    let text = steptop()
+        .args(["report", "--format", "text"])
+        .arg(&rec)
+        .output()
+        .expect("report");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("_generate_targets"), "{text}");
+}
+
+#[test]
+fn a_process_steptop_may_not_read_gets_a_sentence_not_py_spys_error() {
+    let t = PyTrainer::start(&["--workers", "0"]);
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0\t")));
+    // As root, steptop runs as nobody against root's trainer; else against pid 1 (root's).
+    let (mut cmd, pid) = if is_root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_steptop"))
+            .env_remove("STEPTOP_CONFIG")
+            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
+        (c, t.pid())
+    } else {
+        (steptop(), "1".to_string())
+    };
+    cmd.args(["probe", "--once", "--format", "json", "--pid", &pid]);
+    let lines = lines_until(cmd, Duration::from_secs(30), |_| true);
+    let v: Value = serde_json::from_str(lines.first().unwrap_or_else(|| {
+        panic!("no output (as root, setpriv must run steptop as nobody: is target/ readable?)")
+    }))
+    .expect("json");
+    let refused = v["stacks"]["refused"][0].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("runs as uid 0 and steptop as uid") && refused.contains("cap_sys_ptrace"),
+        "{}",
+        v["stacks"]
+    );
+    let _ = std::io::stderr().flush();
+}
