@@ -547,3 +547,24 @@ fn tokens_and_mfu_reach_every_sink() {
         "{exposition}"
     );
 }
+
+#[test]
+fn the_python_pane_names_the_function_that_holds_the_main_thread() {
+    let m = monitor(&[&fixture("python_hotspot", "run.jsonl")]);
+    let theme = default_theme();
+    let ui = UiState {
+        focus: steptop::testing::Pane::Code,
+        ..UiState::default()
+    };
+    let small = draw(&m, &ui, &theme, 80, 24);
+    snapshot("python_hotspot_80x24", &small);
+    let (x, y) = find(&small, "_generate_targets pytrainer").expect("the function in the pane");
+    // The function that runs is in the warning colour; the loop that waits is not.
+    assert_eq!(
+        small[(x, y)].fg,
+        theme.style(Role::Warn).fg.expect("warn colour")
+    );
+    let wide = draw(&m, &UiState::default(), &theme, 160, 48);
+    snapshot("python_hotspot_160x48", &wide);
+    assert!(find(&wide, "decode_sample").is_some());
+}

@@ -101,6 +101,24 @@ pub enum Place {
 }
 
 impl Place {
+    /// A few words, for a narrow pane.
+    pub fn short(self) -> &'static str {
+        match self {
+            Place::WaitingForBatch => "batch wait",
+            Place::UserCode => "user code",
+            Place::Blocked => "in a call",
+            Place::Forward => "forward",
+            Place::Backward => "backward",
+            Place::Optimizer => "optimizer",
+            Place::LoggingOrCheckpoint => "logs, checkpoints",
+            Place::Reading => "reading",
+            Place::Computing => "computing",
+            Place::Collating => "collating",
+            Place::WaitingOnQueue => "queue wait",
+            Place::Other => "elsewhere",
+        }
+    }
+
     pub fn words(self) -> &'static str {
         match self {
             Place::WaitingForBatch => "waiting for the next batch",

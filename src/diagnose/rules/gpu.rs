@@ -161,7 +161,7 @@ pub const COMPUTE_BOUND: Rule = Rule {
         ),
     ],
     detail: false,
-    hidden_by: &["gpu_starved", "crash_event"],
+    hidden_by: &["gpu_starved", "python_hotspot", "crash_event"],
     check: compute_bound,
 };
 

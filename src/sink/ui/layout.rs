@@ -21,9 +21,13 @@
 //! | header                                         |
 //! | verdict and alerts           | step breakdown  |
 //! | history                      | stages          |
+//! |                              | python (stacks) |
 //! | GPUs          | host         | log             |
 //! +------------------------------------------------+
 //! ```
+//!
+//! The python pane (the trainer's sampled stacks) shares the stages' place once there are
+//! stacks; at 80x24 it is reached by focus, like the stages and the log.
 //!
 //! A zoomed pane takes everything under the header.
 
@@ -37,14 +41,15 @@ fn alerts_rows(text_rows: usize, max: u16) -> u16 {
     (1 + text_rows.min(usize::from(max)) as u16).clamp(2, max)
 }
 
-/// The panes to draw and their areas. `alerts` is how many rows the alerts pane's text takes.
-pub fn layout(area: Rect, ui: &UiState, alerts: usize) -> Vec<(Pane, Rect)> {
+/// The panes to draw and their areas. `alerts` is how many rows the alerts pane's text takes;
+/// `stacks`: whether the trainer's stacks are sampled (the wide shape then shows them).
+pub fn layout(area: Rect, ui: &UiState, alerts: usize, stacks: bool) -> Vec<(Pane, Rect)> {
     let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
     let mut out = vec![(Pane::Header, header)];
     if ui.zoomed {
         out.push((ui.focus, body));
     } else if area.width >= 120 && area.height >= 36 {
-        wide(body, alerts, &mut out);
+        wide(body, alerts, stacks, &mut out);
     } else {
         compact(body, ui, alerts, &mut out);
     }
@@ -64,7 +69,7 @@ fn compact(body: Rect, ui: &UiState, alerts: usize, out: &mut Vec<(Pane, Rect)>)
     let [gpus, host] =
         Layout::vertical([Constraint::Percentage(45), Constraint::Fill(1)]).areas(right);
     let left_pane = match ui.focus {
-        Pane::Stages | Pane::Log => ui.focus,
+        Pane::Stages | Pane::Log | Pane::Code => ui.focus,
         _ => Pane::History,
     };
     out.extend([
@@ -76,7 +81,7 @@ fn compact(body: Rect, ui: &UiState, alerts: usize, out: &mut Vec<(Pane, Rect)>)
     ]);
 }
 
-fn wide(body: Rect, alerts: usize, out: &mut Vec<(Pane, Rect)>) {
+fn wide(body: Rect, alerts: usize, stacks: bool, out: &mut Vec<(Pane, Rect)>) {
     let [top, middle, bottom] = Layout::vertical([
         Constraint::Length(alerts_rows(alerts, 12).max(7)),
         Constraint::Percentage(40),
@@ -101,11 +106,15 @@ fn wide(body: Rect, alerts: usize, out: &mut Vec<(Pane, Rect)>) {
         (Pane::Alerts, alerts_area),
         (Pane::Breakdown, breakdown),
         (Pane::History, history),
-        (Pane::Stages, stages),
-        (Pane::Gpus, gpus),
-        (Pane::Host, host),
-        (Pane::Log, log),
     ]);
+    if stacks {
+        let [stages, code] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Fill(1)]).areas(stages);
+        out.extend([(Pane::Stages, stages), (Pane::Code, code)]);
+    } else {
+        out.push((Pane::Stages, stages));
+    }
+    out.extend([(Pane::Gpus, gpus), (Pane::Host, host), (Pane::Log, log)]);
 }
 
 #[cfg(test)]
@@ -113,7 +122,7 @@ mod tests {
     use super::*;
 
     fn panes(w: u16, h: u16, ui: &UiState) -> Vec<Pane> {
-        layout(Rect::new(0, 0, w, h), ui, 3)
+        layout(Rect::new(0, 0, w, h), ui, 3, false)
             .into_iter()
             .map(|(p, _)| p)
             .collect()
@@ -123,10 +132,15 @@ mod tests {
     fn wide_screens_show_every_pane_and_small_ones_follow_the_focus() {
         let mut ui = UiState::default();
         assert_eq!(panes(160, 48, &ui).len(), 8);
+        let with_stacks = layout(Rect::new(0, 0, 160, 48), &ui, 3, true);
+        assert!(with_stacks.iter().any(|(p, _)| *p == Pane::Code));
         assert!(panes(80, 24, &ui).contains(&Pane::History));
         ui.focus = Pane::Log;
         let small = panes(80, 24, &ui);
         assert!(small.contains(&Pane::Log) && !small.contains(&Pane::History));
+        ui.focus = Pane::Code;
+        assert!(panes(80, 24, &ui).contains(&Pane::Code));
+        ui.focus = Pane::Log;
         ui.zoomed = true;
         assert_eq!(panes(80, 24, &ui), vec![Pane::Header, Pane::Log]);
     }
@@ -135,7 +149,7 @@ mod tests {
     fn areas_stay_inside_the_screen_and_apart() {
         for (w, h) in [(80, 24), (100, 30), (160, 48), (250, 70), (20, 5)] {
             let screen = Rect::new(0, 0, w, h);
-            let all = layout(screen, &UiState::default(), 9);
+            let all = layout(screen, &UiState::default(), 9, true);
             for (i, (p, a)) in all.iter().enumerate() {
                 assert_eq!(screen.intersection(*a), *a, "{p:?} at {w}x{h}");
                 for (q, b) in &all[i + 1..] {

@@ -55,7 +55,7 @@ pub struct LiveOptions {
 pub fn draw(f: &mut Frame, v: &View) {
     let area = f.area();
     let alerts = panes::alerts::rows(&v.mon.diagnosis);
-    for (pane, rect) in layout::layout(area, v.ui, alerts) {
+    for (pane, rect) in layout::layout(area, v.ui, alerts, v.mon.model.stacks.any()) {
         panes::render(f, pane, rect, v);
     }
     if v.ui.details {

@@ -16,17 +16,20 @@ pub enum Pane {
     Stages,
     Gpus,
     Host,
+    /// The trainer's Python stacks.
+    Code,
     Log,
 }
 
 /// The panes Tab moves through, in order.
-const FOCUSABLE: [Pane; 7] = [
+const FOCUSABLE: [Pane; 8] = [
     Pane::Alerts,
     Pane::Breakdown,
     Pane::History,
     Pane::Stages,
     Pane::Gpus,
     Pane::Host,
+    Pane::Code,
     Pane::Log,
 ];
 
@@ -50,6 +53,7 @@ impl Pane {
             Pane::Stages => "forward stages",
             Pane::Gpus => "GPUs",
             Pane::Host => "host",
+            Pane::Code => "python",
             Pane::Log => "log",
         }
     }

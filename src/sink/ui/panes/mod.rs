@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod breakdown;
+pub mod code;
 pub mod details;
 pub mod gpus;
 pub mod header;
@@ -79,5 +80,6 @@ pub fn render(f: &mut Frame, pane: Pane, area: Rect, v: &View) {
         Pane::Gpus => gpus::render(f, area, v),
         Pane::Host => host::render(f, area, v),
         Pane::Log => log::render(f, area, v),
+        Pane::Code => code::render(f, area, v),
     }
 }
