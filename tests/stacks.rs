@@ -3,84 +3,13 @@
 //! no change to it, and must name what the program itself measured. Needs `python3` (CI
 //! installs it).
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-/// The Python trainer, running until dropped; its truth file is written when it stops.
-struct PyTrainer {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl PyTrainer {
-    fn start(args: &[&str]) -> PyTrainer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/pytrainer.py");
-        // Its own process group: the workers go with it, whatever ends the test.
-        let mut child = Command::new("python3")
-            .process_group(0)
-            .arg(&script)
-            .arg("--log")
-            .arg(dir.path().join("train.log"))
-            .arg("--truth")
-            .arg(dir.path().join("truth.json"))
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python3 runs (the stack tests need it; .ci/run installs it)");
-        let mut ready = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut ready)
-            .expect("read");
-        assert_eq!(ready.trim(), "ready", "the trainer did not start");
-        PyTrainer { child, dir }
-    }
-
-    fn pid(&self) -> String {
-        self.child.id().to_string()
-    }
-
-    fn log(&self) -> PathBuf {
-        self.dir.path().join("train.log")
-    }
-
-    /// Stops it (SIGTERM: it writes what it measured) and returns that.
-    fn truth(mut self) -> Value {
-        Command::new("kill")
-            .args(["-TERM", &self.pid()])
-            .status()
-            .expect("kill");
-        self.child.wait().expect("wait");
-        let text = std::fs::read_to_string(self.dir.path().join("truth.json")).expect("truth");
-        serde_json::from_str(&text).expect("truth json")
-    }
-}
-
-impl Drop for PyTrainer {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-/// A config that samples fast, so that a test has enough samples in seconds.
-fn fast_config(dir: &Path) -> PathBuf {
-    let path = dir.join("stacks.toml");
-    std::fs::write(
-        &path,
-        "[stacks]\nmain-every-ms = 50\nworker-every-ms = 50\nbudget-pct = 50\n",
-    )
-    .expect("config");
-    path
-}
 
 fn steptop() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
@@ -131,7 +60,7 @@ fn lines_until(mut cmd: Command, limit: Duration, done: impl Fn(&str) -> bool) -
 
 #[test]
 fn probe_names_the_hot_function_and_the_workers_split() {
-    let t = PyTrainer::start(&[
+    let t = support::PyTrainer::start(&[
         "--workers",
         "2",
         "--hot-ms",
@@ -143,7 +72,7 @@ fn probe_names_the_hot_function_and_the_workers_split() {
         "--decode-ms",
         "70",
     ]);
-    let cfg = fast_config(t.dir.path());
+    let cfg = support::fast_stacks_config(t.dir.path());
     let mut cmd = steptop();
     cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
         .arg(&cfg);
@@ -193,8 +122,8 @@ fn probe_names_the_hot_function_and_the_workers_split() {
 
 #[test]
 fn headless_raises_python_hotspot_with_the_function_as_evidence() {
-    let t = PyTrainer::start(&["--workers", "1", "--hot-ms", "80", "--wait-ms", "10"]);
-    let cfg = fast_config(t.dir.path());
+    let t = support::PyTrainer::start(&["--workers", "1", "--hot-ms", "80", "--wait-ms", "10"]);
+    let cfg = support::fast_stacks_config(t.dir.path());
     let mut cmd = steptop();
     cmd.args([
         "--headless",
@@ -229,8 +158,8 @@ fn headless_raises_python_hotspot_with_the_function_as_evidence() {
 
 #[test]
 fn a_recording_keeps_the_stacks_for_the_report() {
-    let t = PyTrainer::start(&["--workers", "1", "--hot-ms", "60", "--wait-ms", "10"]);
-    let cfg = fast_config(t.dir.path());
+    let t = support::PyTrainer::start(&["--workers", "1", "--hot-ms", "60", "--wait-ms", "10"]);
+    let cfg = support::fast_stacks_config(t.dir.path());
     let rec = t.dir.path().join("run.jsonl");
     let mut cmd = steptop();
     cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
@@ -273,7 +202,7 @@ fn a_recording_keeps_the_stacks_for_the_report() {
 
 #[test]
 fn a_process_steptop_may_not_read_gets_a_sentence_not_py_spys_error() {
-    let t = PyTrainer::start(&["--workers", "0"]);
+    let t = support::PyTrainer::start(&["--workers", "0"]);
     let is_root = std::fs::read_to_string("/proc/self/status")
         .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0\t")));
     // As root, steptop runs as nobody against root's trainer; else against pid 1 (root's).

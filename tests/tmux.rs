@@ -178,8 +178,9 @@ fn the_live_view_starts_follows_reacts_and_restores_the_terminal() {
     t.wait("the alert details", |s| s.contains("What to do"));
     t.keys(&["Escape"]);
 
-    // Focus the log, zoom it: it takes the screen under the header.
-    for _ in 0..6 {
+    // Focus the log (the last pane, after the python pane), zoom it: it takes the screen
+    // under the header.
+    for _ in 0..7 {
         t.keys(&["Tab"]);
     }
     t.keys(&["Enter"]);
@@ -351,4 +352,36 @@ fn a_baseline_column_shows_in_the_live_view_at_both_sizes() {
     assert!(screen.lines().all(|l| l.chars().count() <= 80), "{screen}");
     small.keys(&["q"]);
     small.wait("a clean exit", |s| s.contains("exit=0 icanon echo"));
+}
+
+#[test]
+fn the_python_pane_names_the_hot_function_and_no_py_spy_text_reaches_the_screen() {
+    let t = support::PyTrainer::start(&["--workers", "1", "--hot-ms", "60", "--wait-ms", "10"]);
+    let cfg = support::fast_stacks_config(t.dir.path());
+    let args = format!(
+        "--pid {} --config {} {}",
+        t.pid(),
+        cfg.display(),
+        t.log().display()
+    );
+    let tmux = Tmux::start(
+        "stacks",
+        80,
+        24,
+        t.dir.path(),
+        &script(&args, "XDG_CONFIG_HOME=/nonexistent/steptop-tests"),
+    );
+    tmux.wait("the first step", |s| s.contains("step "));
+    // Tab through the panes to the python pane: it takes the left half at 80x24.
+    for _ in 0..6 {
+        tmux.keys(&["Tab"]);
+    }
+    let s = tmux.wait("the hot function in the python pane", |s| {
+        s.contains("_generate_targets pytrainer.py")
+    });
+    for noise in ["py-spy", "Failed to", "Error:", "error:"] {
+        assert!(!s.contains(noise), "{noise} on the screen:\n{s}");
+    }
+    tmux.keys(&["q"]);
+    tmux.wait("the exit line", |s| s.contains("exit=0"));
 }

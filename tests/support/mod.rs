@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -299,4 +300,80 @@ pub fn probe(
         readings,
         calls: std::fs::read_to_string(&log).unwrap_or_default(),
     }
+}
+
+/// tests/fake/pytrainer.py, a Python program shaped like a trainer, running (with its
+/// workers, in a process group of its own) until dropped; its truth file is written when it
+/// stops.
+#[allow(dead_code)]
+pub struct PyTrainer {
+    child: Child,
+    pub dir: tempfile::TempDir,
+}
+
+#[allow(dead_code)]
+impl PyTrainer {
+    pub fn start(args: &[&str]) -> PyTrainer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/pytrainer.py");
+        // Its own process group: the workers go with it, whatever ends the test.
+        let mut child = Command::new("python3")
+            .process_group(0)
+            .arg(&script)
+            .arg("--log")
+            .arg(dir.path().join("train.log"))
+            .arg("--truth")
+            .arg(dir.path().join("truth.json"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs (the stack tests need it; .ci/run installs it)");
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut ready)
+            .expect("read");
+        assert_eq!(ready.trim(), "ready", "the trainer did not start");
+        PyTrainer { child, dir }
+    }
+
+    pub fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.dir.path().join("train.log")
+    }
+
+    /// Stops it (SIGTERM: it writes what it measured) and returns that.
+    pub fn truth(mut self) -> serde_json::Value {
+        Command::new("kill")
+            .args(["-TERM", &self.pid()])
+            .status()
+            .expect("kill");
+        self.child.wait().expect("wait");
+        let text = std::fs::read_to_string(self.dir.path().join("truth.json")).expect("truth");
+        serde_json::from_str(&text).expect("truth json")
+    }
+}
+
+impl Drop for PyTrainer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A config that samples fast, so that a test has enough samples in seconds.
+#[allow(dead_code)]
+pub fn fast_stacks_config(dir: &Path) -> PathBuf {
+    let path = dir.join("stacks.toml");
+    std::fs::write(
+        &path,
+        "[stacks]\nmain-every-ms = 50\nworker-every-ms = 50\nbudget-pct = 50\n",
+    )
+    .expect("config");
+    path
 }
