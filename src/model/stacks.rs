@@ -154,29 +154,50 @@ fn is_queue_wait(f: &PyFrame) -> bool {
         || (p.ends_with("/threading.py") && f.function == "wait")
 }
 
-/// Where a sampled thread was, and the user function that holds it (the innermost frame of
-/// the user's own code), if any.
-pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>) {
-    let user = s.frames.iter().find(|f| !is_library(&f.path));
-    let any = |needle: &str| s.frames.iter().any(|f| f.path.contains(needle));
-    let innermost_library = s.frames.first().is_some_and(|f| is_library(&f.path));
+/// Where a sampled thread was: its place, the user function that holds it (the innermost
+/// frame of the user's own code), and whether that function's own Python was running (it is
+/// the innermost frame and the thread was not waiting).
+pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
+    // A worker's frames past its process's entry point are its parent's, from the fork (the
+    // trainer's loop at `iter(loader)`): not the worker's doing.
+    let frames = match s.role {
+        Role::Main => &s.frames[..],
+        Role::Worker => {
+            let entry = s
+                .frames
+                .iter()
+                .position(|f| f.path.ends_with("multiprocessing/process.py"))
+                .unwrap_or(s.frames.len());
+            &s.frames[..entry]
+        }
+    };
+    let user_at = frames.iter().position(|f| !is_library(&f.path));
+    let user = user_at.map(|i| &frames[i]);
+    let own = user_at == Some(0) && s.active;
+    let any = |needle: &str| frames.iter().any(|f| f.path.contains(needle));
+    let innermost_library = frames.first().is_some_and(|f| is_library(&f.path));
     let place = match s.role {
         Role::Main => {
             if any("torch/utils/data/dataloader.py")
-                || (!s.active && innermost_library && s.frames.iter().any(is_queue_wait))
+                || (!s.active && innermost_library && frames.iter().any(is_queue_wait))
             {
                 Place::WaitingForBatch
             } else if any("/logging/") || any("torch/serialization.py") {
                 Place::LoggingOrCheckpoint
             } else if any("torch/optim/") {
                 Place::Optimizer
-            } else if any("torch/autograd/") || any("torch/_tensor.py") {
-                Place::Backward
-            } else if s
-                .frames
-                .first()
-                .is_some_and(|f| f.path.contains("/torch/nn/"))
+            } else if any("torch/autograd/")
+                || frames
+                    .iter()
+                    .any(|f| f.path.ends_with("torch/_tensor.py") && f.function == "backward")
             {
+                Place::Backward
+            } else if any("torch/nn/modules/module.py")
+                || frames
+                    .first()
+                    .is_some_and(|f| f.path.contains("/torch/nn/"))
+            {
+                // A module's call: the user's own forward code counts as the forward too.
                 Place::Forward
             } else if user.is_some() {
                 if s.active {
@@ -191,7 +212,7 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>) {
         Role::Worker => {
             if any("torch/utils/data/_utils/collate.py") {
                 Place::Collating
-            } else if !s.active && s.frames.iter().any(is_queue_wait) {
+            } else if !s.active && frames.iter().any(is_queue_wait) {
                 Place::WaitingOnQueue
             } else if s.active {
                 Place::Computing
@@ -200,7 +221,7 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>) {
             }
         }
     };
-    (place, user)
+    (place, user, own)
 }
 
 /// A sample as kept: its place and its user function.
@@ -212,6 +233,10 @@ struct Kept {
     gil: bool,
     /// `file:line function` of the innermost user frame.
     function: Option<(String, String, u32)>,
+    /// Whether that function's own Python was running.
+    own: bool,
+    /// Whether the thread was running at all.
+    active: bool,
 }
 
 /// The recent samples, and what could not be sampled.
@@ -229,6 +254,8 @@ pub struct Stacks {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RoleShares {
     pub samples: u64,
+    /// The seconds the samples cover: the window, or less while sampling has run less.
+    pub seconds: f64,
     /// Share of samples per place, largest first.
     pub places: Vec<(Place, f64)>,
     /// Share of samples per user function (`file`, `function`, a line it was seen at),
@@ -241,7 +268,8 @@ pub struct RoleShares {
 /// What the stacks said over a window, for the probe's output and the report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StackSummary {
-    /// The window, in seconds before the newest sample.
+    /// The seconds the samples cover: the window asked for, or less while sampling has run
+    /// less.
     pub seconds: f64,
     /// The ranks' main threads.
     pub main: RoleShares,
@@ -261,9 +289,11 @@ pub struct FunctionShare {
     pub line: u32,
     pub share: f64,
     pub samples: u64,
-    /// Of them, the samples in which the thread ran the function's own Python (not waiting
-    /// in a call it made).
+    /// Of them, the samples in which the thread ran the function's own Python (not a call it
+    /// made).
     pub running: u64,
+    /// Of them, the samples in which the thread waited (in the kernel: a sync, a read).
+    pub waiting: u64,
 }
 
 impl Stacks {
@@ -281,13 +311,15 @@ impl Stacks {
     }
 
     pub fn add(&mut self, s: &StackSample) {
-        let (place, user) = classify(s);
+        let (place, user, own) = classify(s);
         self.kept.push_back(Kept {
             time: s.time,
             role: s.role,
             place,
             gil: s.gil,
             function: user.map(|f| (f.file.clone(), f.function.clone(), f.line)),
+            own,
+            active: s.active,
         });
         self.refusals.remove(&s.pid);
         while self.kept.len() > KEPT_SAMPLES
@@ -317,7 +349,7 @@ impl Stacks {
     /// notes.
     pub fn summary(&self, seconds: f64) -> StackSummary {
         StackSummary {
-            seconds,
+            seconds: seconds.min(self.span()),
             main: self.shares(Role::Main, seconds),
             workers: self.shares(Role::Worker, seconds),
             refused: self.refusals.values().cloned().collect(),
@@ -348,23 +380,26 @@ impl Stacks {
         }
         let share = |c: u64| c as f64 / n as f64;
         let mut places: BTreeMap<Place, u64> = BTreeMap::new();
-        let mut functions: BTreeMap<(&str, &str), (u64, u64, u32)> = BTreeMap::new();
+        let mut functions: BTreeMap<(&str, &str), (u64, u64, u64, u32)> = BTreeMap::new();
         let mut gil = 0;
         for k in &recent {
             *places.entry(k.place).or_default() += 1;
             gil += u64::from(k.gil);
             // A function holds the thread while the thread runs in it or waits in a call it
-            // made; waiting for a batch or on a queue is not the function's time.
+            // made; waiting for a batch, on a queue or on the logs is not the function's time.
             if let Some((file, function, line)) = &k.function
-                && matches!(
+                && !matches!(
                     k.place,
-                    Place::UserCode | Place::Blocked | Place::Computing | Place::Reading
+                    Place::WaitingForBatch | Place::WaitingOnQueue | Place::LoggingOrCheckpoint
                 )
             {
-                let e = functions.entry((file, function)).or_insert((0, 0, *line));
+                let e = functions
+                    .entry((file, function))
+                    .or_insert((0, 0, 0, *line));
                 e.0 += 1;
-                e.1 += u64::from(matches!(k.place, Place::UserCode | Place::Computing));
-                e.2 = *line;
+                e.1 += u64::from(k.own);
+                e.2 += u64::from(!k.active);
+                e.3 = *line;
             }
         }
         let mut places: Vec<(Place, f64)> =
@@ -372,19 +407,24 @@ impl Stacks {
         places.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut functions: Vec<FunctionShare> = functions
             .into_iter()
-            .map(|((file, function), (c, running, line))| FunctionShare {
-                function: function.to_string(),
-                file: file.to_string(),
-                line,
-                share: share(c),
-                samples: c,
-                running,
-            })
+            .map(
+                |((file, function), (c, running, waiting, line))| FunctionShare {
+                    function: function.to_string(),
+                    file: file.to_string(),
+                    line,
+                    share: share(c),
+                    samples: c,
+                    running,
+                    waiting,
+                },
+            )
             .collect();
         functions.sort_by_key(|f| std::cmp::Reverse(f.samples));
         functions.truncate(5);
+        let oldest = recent.last().map_or(now, |k| k.time);
         RoleShares {
             samples: n,
+            seconds: now - oldest,
             places,
             functions,
             gil: share(gil),
@@ -465,6 +505,36 @@ mod tests {
         assert_eq!(place(true, backward), Place::Backward);
         let step = vec![frame("step", &format!("{TORCH}/optim/adamw.py")), train];
         assert_eq!(place(true, step), Place::Optimizer);
+    }
+
+    #[test]
+    fn a_models_own_forward_is_the_forward_and_still_names_its_function() {
+        let fwd = frame("SmallNet.forward", "/home/u/train.py");
+        let frames = vec![
+            fwd.clone(),
+            frame("_call_impl", &format!("{TORCH}/nn/modules/module.py")),
+            frame("main", "/home/u/train.py"),
+        ];
+        let s = sample(Role::Main, true, frames);
+        let (place, user, own) = classify(&s);
+        assert_eq!((place, user, own), (Place::Forward, Some(&fwd), true));
+    }
+
+    #[test]
+    fn a_workers_frames_from_its_parents_fork_are_not_its_own() {
+        let frames = vec![
+            frame("fetch", &format!("{TORCH}/utils/data/_utils/fetch.py")),
+            frame(
+                "_worker_loop",
+                &format!("{TORCH}/utils/data/_utils/worker.py"),
+            ),
+            frame("run", &format!("{LIB}/multiprocessing/process.py")),
+            frame("_bootstrap", &format!("{LIB}/multiprocessing/process.py")),
+            frame("main", "/home/u/train.py"),
+        ];
+        let s = sample(Role::Worker, true, frames);
+        let (place, user, _) = classify(&s);
+        assert_eq!((place, user), (Place::Computing, None));
     }
 
     #[test]

@@ -84,7 +84,7 @@ fn python_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
                  (sampled shares are estimates)",
                 pct(running),
                 main.samples,
-                v.windows.seconds
+                main.seconds
             )
         });
     let waiting = main
@@ -113,7 +113,7 @@ fn python_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
             "or move it into the Dataset's __getitem__, so that the DataLoader's workers run \
              it in parallel; or compute it once, if its inputs repeat"
         })
-        .act(|| "while it runs the GPU waits: the step cannot be faster than this function"),
+        .act(|| "each step waits for it (and a GPU, if any, idles meanwhile): the step cannot be faster than it"),
     )
 }
 

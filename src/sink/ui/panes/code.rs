@@ -65,8 +65,8 @@ fn role_lines<'a>(v: &View, who: &str, r: &RoleShares, width: usize, lines: &mut
         v.span(places.join(", "), Style::Text),
     ]));
     for fun in r.functions.iter().take(3) {
-        // Waiting in a call it made (a sync, a read) more than running its own code.
-        let waiting = fun.running * 2 < fun.samples;
+        // Mostly waiting in a call it made (a sync, a read): not its own Python's time.
+        let waiting = fun.waiting * 2 > fun.samples;
         let mut spans = vec![
             v.span(format!("{:>5.0}% ", fun.share * 100.0), Style::Text),
             v.span(
