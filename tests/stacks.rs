@@ -191,13 +191,15 @@ fn a_recording_keeps_the_stacks_for_the_report() {
             .any(|f| f["function"] == "_generate_targets"),
         "{functions:?}"
     );
-    let text = steptop()
-        .args(["report", "--format", "text"])
-        .arg(&rec)
-        .output()
-        .expect("report");
-    let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("_generate_targets"), "{text}");
+    for format in ["text", "markdown", "html"] {
+        let out = steptop()
+            .args(["report", "--format", format])
+            .arg(&rec)
+            .output()
+            .expect("report");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("_generate_targets"), "{format}: {text}");
+    }
 }
 
 #[test]

@@ -248,6 +248,8 @@ pub struct Stacks {
     pub refusals: BTreeMap<u32, String>,
     /// What the samples of a process need said beside them, per pid.
     pub notes: BTreeMap<u32, String>,
+    /// The newest sample of a main thread, whole: where a stalled run is stuck.
+    pub last_main: Option<StackSample>,
 }
 
 /// The shares of one role's samples over a window.
@@ -311,6 +313,9 @@ impl Stacks {
     }
 
     pub fn add(&mut self, s: &StackSample) {
+        if s.role == Role::Main {
+            self.last_main = Some(s.clone());
+        }
         let (place, user, own) = classify(s);
         self.kept.push_back(Kept {
             time: s.time,

@@ -8,6 +8,7 @@ disk) and decodes it (Python arithmetic). Every part times itself; on SIGTERM (o
 samples are held to. Step lines go to `--log`.
 
 Usage: pytrainer.py --log FILE --truth FILE [--workers N] [--seconds S] [--hot-ms MS]
+                    [--threads N]
 """
 
 import argparse
@@ -16,6 +17,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 
 
@@ -71,7 +73,13 @@ def main():
     p.add_argument("--wait-ms", type=float, default=20.0)
     p.add_argument("--read-ms", type=float, default=20.0)
     p.add_argument("--decode-ms", type=float, default=20.0)
+    # Idle Python threads beside the loop, as a real trainer has (pin memory, logging,
+    # compile workers): what a stack read has to walk.
+    p.add_argument("--threads", type=int, default=0)
     a = p.parse_args()
+    idle = threading.Event()
+    for _ in range(a.threads):
+        threading.Thread(target=idle.wait, daemon=True).start()
 
     queue, stats = mp.Queue(maxsize=8), mp.Queue()
     workers = [

@@ -117,6 +117,94 @@ fn python_hotspot(v: &View, k: &Knobs) -> Option<Finding> {
     )
 }
 
+/// The workers' sampled split, for the input rules: reading against computing, and the
+/// function that holds them most.
+pub(super) fn workers_split(v: &View) -> Option<String> {
+    let w = v.m.stacks.shares(Role::Worker, v.windows.seconds);
+    if w.samples < 10 {
+        return None;
+    }
+    let share = |place| {
+        w.places
+            .iter()
+            .find(|(p, _)| *p == place)
+            .map_or(0.0, |(_, s)| *s)
+    };
+    let mut text = format!(
+        "the DataLoader workers' sampled stacks: reading (waiting on files or the network) {}, \
+         computing (decoding, augmenting) {}",
+        pct(share(Place::Reading)),
+        pct(share(Place::Computing) + share(Place::Collating))
+    );
+    if let Some(f) = w.functions.first() {
+        text.push_str(&format!(
+            "; most in {} ({}:{}) {}",
+            f.function,
+            f.file,
+            f.line,
+            pct(f.share)
+        ));
+    }
+    Some(text)
+}
+
+/// How long the main thread waits in calls from the user's code (a GPU sync, a blocking copy),
+/// for the copy rule: None under 5% of its samples.
+pub(super) fn main_waits_in_calls(v: &View) -> Option<String> {
+    let m = v.m.stacks.shares(Role::Main, v.windows.seconds);
+    let blocked = m
+        .places
+        .iter()
+        .find(|(p, _)| *p == Place::Blocked)
+        .map_or(0.0, |(_, s)| *s);
+    if m.samples < 10 || blocked < 0.05 {
+        return None;
+    }
+    let at = m
+        .functions
+        .iter()
+        .max_by_key(|f| f.waiting)
+        .map(|f| format!(", most in {} ({}:{})", f.function, f.file, f.line))
+        .unwrap_or_default();
+    Some(format!(
+        "the main thread's sampled stacks wait in calls from its code (syncs such as .item() \
+         or .cpu(), blocking .to()) {}{at}",
+        pct(blocked)
+    ))
+}
+
+/// Where the main thread was at its newest sample, for a stalled run: what it waits in.
+pub(super) fn main_stuck(v: &View) -> Option<String> {
+    let s = v.m.stacks.last_main.as_ref()?;
+    let inner = s.frames.first()?;
+    let what = if s
+        .frames
+        .iter()
+        .any(|f| f.path.contains("torch/distributed"))
+    {
+        " (a collective or a barrier of torch.distributed: another rank may be gone or late)"
+    } else if s
+        .frames
+        .iter()
+        .any(|f| f.path.ends_with("/threading.py") && f.function.contains("acquire"))
+    {
+        " (a lock)"
+    } else {
+        ""
+    };
+    let (place, user, _) = crate::model::stacks::classify(s);
+    let user = user.map_or(String::new(), |u| {
+        format!(", called from {} ({}:{})", u.function, u.file, u.line)
+    });
+    Some(format!(
+        "the main thread's last sampled stack: {} in {} ({}:{}){user}{what}",
+        place.words(),
+        inner.function,
+        inner.file,
+        inner.line
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +273,35 @@ mod tests {
         assert!(check(&model(6)).is_none());
         let stay = check(&model(10)).expect("stays");
         assert_eq!(stay.enter, None);
+    }
+
+    #[test]
+    fn a_stuck_main_thread_says_what_it_waits_in() {
+        let mut m = Model::new(ModelConfig::default());
+        let frame = |function: &str, path: &str| PyFrame {
+            function: function.into(),
+            file: path.rsplit('/').next().unwrap_or(path).into(),
+            path: path.into(),
+            line: 3,
+        };
+        m.stacks.apply(&StackReading::Sample(StackSample {
+            time: 1.0,
+            pid: 7,
+            role: Role::Main,
+            active: false,
+            gil: false,
+            frames: vec![
+                frame(
+                    "all_reduce",
+                    "/venv/lib/python3.11/site-packages/torch/distributed/c10d.py",
+                ),
+                frame("sync_grads", "/home/u/train.py"),
+            ],
+        }));
+        let cfg = DiagnoseConfig::default();
+        let stuck = main_stuck(&View::new(&m, cfg.windows(), Vec::new())).expect("said");
+        assert!(stuck.contains("in all_reduce (c10d.py:3)"), "{stuck}");
+        assert!(stuck.contains("called from sync_grads (train.py:3)"), "{stuck}");
+        assert!(stuck.contains("a collective or a barrier"), "{stuck}");
     }
 }

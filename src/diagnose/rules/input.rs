@@ -91,6 +91,9 @@ fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
         });
         f = f.act(|| "the storage is slow: copy the dataset to local NVMe, or pack it in large shards (WebDataset, TFRecord)");
     }
+    if let Some(split) = super::code::workers_split(v) {
+        f = f.why(|| split);
+    }
     Some(
         f.act(|| "raise DataLoader num_workers, with persistent_workers=True")
             .act(|| "pin_memory=True and .to(device, non_blocking=True)")
@@ -175,6 +178,9 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
                 host_cpu.unwrap_or(0.0)
             )
         });
+    }
+    if let Some(split) = super::code::workers_split(v) {
+        f = f.why(|| split);
     }
     let suggest = cores.map_or(8.0, |c| (c - 1.0).clamp(workers + 2.0, 16.0));
     Some(
@@ -357,6 +363,9 @@ fn h2d_copy_bound(v: &View, k: &Knobs) -> Option<Finding> {
     }
     if v.m.facts.pin_memory == Some(false) {
         f = f.why(|| "pin_memory is off: every copy is staged through pageable memory");
+    }
+    if let Some(waits) = super::code::main_waits_in_calls(v) {
+        f = f.why(|| waits);
     }
     Some(
         f.act(|| "pin_memory=True in the DataLoader and .to(device, non_blocking=True)")

@@ -281,6 +281,9 @@ fn stalled(v: &View, k: &Knobs) -> Option<Finding> {
                     tr.cpu_pct.unwrap_or(0.0)
                 )
             });
+            if let Some(stuck) = super::code::main_stuck(v) {
+                f = f.why(|| stuck);
+            }
         }
         (None, Some(was)) => {
             f = f.why(|| format!("the trainer (pid {}) is gone", was.pid));

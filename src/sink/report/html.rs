@@ -76,6 +76,7 @@ pub fn render(r: &Report, c: &Curves) -> String {
     breakdown(&mut o, r);
     curves(&mut o, r, c);
     stages(&mut o, r);
+    stacks(&mut o, r);
     readings(&mut o, r, c);
     checklist(&mut o, r);
     sources(&mut o, r);
@@ -531,6 +532,47 @@ fn stages(o: &mut String, r: &Report) {
         );
     }
     o.push_str("</table></section>\n");
+}
+
+/// Where the trainer's Python stacks were, per role: places, then the functions that held it.
+fn stacks(o: &mut String, r: &Report) {
+    let Some(st) = &r.stacks else {
+        return;
+    };
+    let _ = write!(
+        o,
+        "<section id=\"stacks\"><h2>Python stacks <small>sampled over {:.0} s; shares are estimates</small></h2><table class=\"stages\"><tr><th>who</th><th>where</th><th>share</th></tr>",
+        st.seconds
+    );
+    for (who, role) in [("main thread", &st.main), ("workers", &st.workers)] {
+        if role.samples == 0 {
+            continue;
+        }
+        for (place, share) in &role.places {
+            let _ = write!(
+                o,
+                "<tr><td>{who} ({} samples)</td><td>{}</td><td>{}</td></tr>",
+                role.samples,
+                esc(place.words()),
+                pct(*share)
+            );
+        }
+        for f in &role.functions {
+            let _ = write!(
+                o,
+                "<tr><td>{who}</td><td class=\"name\"><code>{}</code> {}:{}</td><td>{}</td></tr>",
+                esc(&f.function),
+                esc(&f.file),
+                f.line,
+                pct(f.share)
+            );
+        }
+    }
+    o.push_str("</table>");
+    for why in st.refused.iter().chain(&st.notes) {
+        let _ = write!(o, "<p>{}</p>", esc(why));
+    }
+    o.push_str("</section>\n");
 }
 
 fn checklist(o: &mut String, r: &Report) {

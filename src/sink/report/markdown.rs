@@ -162,6 +162,31 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if let Some(st) = &r.stacks {
+        let _ = write!(
+            o,
+            "\n### Python stacks\n\nSampled over {:.0} s; shares are estimates.\n\n| who | where | share |\n|---|---|---:|\n",
+            st.seconds
+        );
+        for (who, role) in [("main thread", &st.main), ("workers", &st.workers)] {
+            for (place, share) in &role.places {
+                let _ = writeln!(o, "| {who} | {} | {} |", place.words(), pct(*share));
+            }
+            for f in &role.functions {
+                let _ = writeln!(
+                    o,
+                    "| {who} | `{}` {}:{} | {} |",
+                    escape(&f.function).replace('`', "'"),
+                    escape(&f.file),
+                    f.line,
+                    pct(f.share)
+                );
+            }
+        }
+        for why in st.refused.iter().chain(&st.notes) {
+            let _ = writeln!(o, "\n{}", escape(why));
+        }
+    }
     if !r.event_counts.is_empty() {
         o.push_str("\n### Events\n\n");
         for c in &r.event_counts {
