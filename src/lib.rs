@@ -84,6 +84,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Command::Compare(args)) => commands::compare::run(&args),
         Some(Command::Probe(args)) => commands::probe::run(&args),
         Some(Command::Replay(args)) => commands::replay::run(&args),
+        Some(Command::Run(args)) => commands::run::run(&args),
         Some(Command::Config(args)) => commands::config::run(&args),
         Some(what @ (Command::Completions { .. } | Command::Man)) => {
             commands::generated::run(&what)

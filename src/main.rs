@@ -8,7 +8,7 @@ fn main() -> ExitCode {
     let cli = steptop::Cli::parse();
     match steptop::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ steptop::Error::Alerted(_)) => {
+        Err(e @ (steptop::Error::Alerted(_) | steptop::Error::Job(_))) => {
             eprintln!("steptop: {e}");
             ExitCode::from(e.exit_code())
         }

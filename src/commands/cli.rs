@@ -29,6 +29,23 @@ pub struct Cli {
 /// `steptop LOG...`: the live view.
 #[derive(Debug, clap::Args)]
 pub struct LiveArgs {
+    #[command(flatten)]
+    pub watch: WatchArgs,
+    /// The training process; default: the process that writes LOG.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Log files or globs to follow (`'logs/rank*.log'`); a file that does not exist yet is
+    /// waited for.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<String>,
+}
+
+/// How a live command reads the hardware and shows it. Shared by `steptop LOG...` and
+/// `steptop run`.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
     /// Theme: default, light, mono, high-contrast, or a theme file (TOML roles; see
     /// themes/). NO_COLOR selects mono.
     #[arg(long, value_name = "NAME|FILE")]
@@ -51,23 +68,30 @@ pub struct LiveArgs {
     /// numbers. Default: all, or the trainer's ranks' once known.
     #[arg(long, value_name = "INDEX|UUID|cuda", value_parser = crate::probe::gpu::select::parse)]
     pub gpus: Option<crate::probe::gpu::select::GpuSelect>,
-    /// The training process; default: the process that writes LOG.
-    #[arg(long)]
-    pub pid: Option<u32>,
     /// SM and tensor-core activity from NVML's GPM (Hopper and newer).
     #[arg(long)]
     pub gpm: bool,
+}
+
+/// `steptop run -- CMD...`: the job started by steptop.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Where the job's output (its stdout and stderr, unchanged) is appended and followed.
+    #[arg(long, value_name = "FILE", default_value = "steptop-run.log")]
+    pub log: PathBuf,
+    #[command(flatten)]
+    pub watch: WatchArgs,
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Log files or globs to follow (`'logs/rank*.log'`); a file that does not exist yet is
-    /// waited for.
-    #[arg(required = true, value_name = "LOG")]
-    pub logs: Vec<String>,
+    /// The job: `python train.py`, `torchrun --nproc-per-node 8 train.py`, `accelerate
+    /// launch train.py`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// Where the monitor's findings go besides the live view: headless lines, a hook, a metrics
-/// endpoint. Shared by `steptop LOG...` and `steptop replay`.
-#[derive(Debug, clap::Args)]
+/// endpoint. Shared by `steptop LOG...`, `steptop run` and `steptop replay`.
+#[derive(Clone, Debug, clap::Args)]
 pub struct OutputArgs {
     /// A finished run (a log, a quoted glob, a directory or a recording) whose figures are
     /// shown beside the live ones: samples/s then -> now in the header, each stage's mean,
@@ -122,6 +146,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// What steptop can read on this machine now: GPUs, host, and the trainer's process tree.
     Probe(ProbeArgs),
+    /// Starts the job (`steptop run -- python train.py`) and watches it: its output goes to a
+    /// log, unchanged; its Python stacks need no privileges (it is steptop's child); its exit
+    /// code is steptop's. Quitting the view leaves the job running.
+    Run(RunArgs),
     /// Plays finished logs or a `probe --record` recording through the live monitor, in the
     /// live view or headless, at their own pace or faster.
     Replay(ReplayArgs),

@@ -14,7 +14,7 @@ use crate::probe;
 
 /// Runs the live view, or headless lines, until the user or a signal stops it.
 pub fn run(args: &LiveArgs) -> Result<(), Error> {
-    let config = load_config(args.config.as_deref())?;
+    let config = load_config(args.watch.config.as_deref())?;
     let inputs = args
         .logs
         .iter()
@@ -35,14 +35,14 @@ pub fn run(args: &LiveArgs) -> Result<(), Error> {
         tx.clone(),
     )
     .map_err(|e| fail("the log reader thread", e))?;
-    if !args.no_probe {
+    if !args.watch.no_probe {
         let opts = probe::SamplerOptions {
-            interval: args.interval,
-            gpus: args.gpus.clone(),
-            gpm: args.gpm,
+            interval: args.watch.interval,
+            gpus: args.watch.gpus.clone(),
+            gpm: args.watch.gpm,
             pid: args.pid.or(args.out.until_exit),
             logs: args.logs.iter().map(PathBuf::from).collect(),
-            stacks: config.stacks.clone().filter(|_| !args.no_stacks),
+            stacks: config.stacks.clone().filter(|_| !args.watch.no_stacks),
             ..probe::SamplerOptions::default()
         };
         probe::spawn(opts, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
@@ -51,9 +51,9 @@ pub fn run(args: &LiveArgs) -> Result<(), Error> {
         tx,
         inbox,
         mode: Mode::Live,
-        probes_off: args.no_probe.then_some("probes off (--no-probe)"),
+        probes_off: args.watch.no_probe.then_some("probes off (--no-probe)"),
     };
-    let result = sink(&args.out, args.theme.as_deref(), config, feeding);
+    let result = sink(&args.out, args.watch.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
     result
 }

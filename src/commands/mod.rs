@@ -1,6 +1,6 @@
 //! One file per subcommand, each building its inputs, its monitor and its sink from the
 //! parsed arguments (`cli`); `lib.rs` only chooses among them. `sink` is the live view or
-//! headless lines that `live` and `replay` share; the helpers below find the inputs, the
+//! headless lines that `live`, `run` and `replay` share; the helpers below find the inputs, the
 //! config and stdout for all of them.
 
 pub mod cli;
@@ -11,6 +11,7 @@ pub mod live;
 pub mod probe;
 pub mod replay;
 pub mod report;
+pub mod run;
 mod sink;
 
 use std::io::Write;

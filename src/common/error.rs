@@ -11,6 +11,8 @@ pub enum Error {
     Runtime(String),
     /// A batch check failed: `--fail-on` met an alert. Not a failure of steptop.
     Alerted(String),
+    /// The job `steptop run` started failed with this exit code, which becomes steptop's.
+    Job(u8),
 }
 
 impl Error {
@@ -18,6 +20,7 @@ impl Error {
         match self {
             Error::Usage(_) => 2,
             Error::Runtime(_) | Error::Alerted(_) => 1,
+            Error::Job(code) => *code,
         }
     }
 }
@@ -26,6 +29,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(m) | Error::Runtime(m) | Error::Alerted(m) => f.write_str(m),
+            Error::Job(code) => write!(f, "the job exited with code {code}"),
         }
     }
 }

@@ -26,7 +26,8 @@ pub struct TreeProbe {
     root: PathBuf,
     pub pid: u32,
     pub found_by: String,
-    /// Read once: a process's command line does not change.
+    /// Read again on slow readings only: it changes when the process execs (a wrapper such as a
+    /// pyenv shim or `env` becomes the interpreter), and rarely otherwise.
     command: Option<String>,
     /// CPU jiffies of each process and thread at the previous reading.
     prev_cpu: HashMap<u32, u64>,
@@ -86,13 +87,13 @@ impl TreeProbe {
             let before = *self.prev_cpu.get(&id)?;
             Some(100.0 * jiffies.saturating_sub(before) as f64 / USER_HZ / dt?)
         };
+        if slow || self.command.is_none() {
+            self.command = Some(command_line(&dir).unwrap_or_else(|| stat.comm.clone()));
+        }
         let mut r = TrainerReading {
             pid: self.pid,
             found_by: self.found_by.clone(),
-            command: self
-                .command
-                .get_or_insert_with(|| command_line(&dir).unwrap_or_else(|| stat.comm.clone()))
-                .clone(),
+            command: self.command.clone().unwrap_or_default(),
             state: Some(stat.state.to_string()),
             cpu_pct: pct(self.pid, stat.cpu),
             threads: stat.threads,

@@ -30,6 +30,9 @@ pub struct SamplerOptions {
     pub gpm: bool,
     /// `--pid`; None: looked for among the writers of `logs`, then the GPUs' processes.
     pub pid: Option<u32>,
+    /// The job `steptop run` started: the trainer is it, or the first process under it when
+    /// it is a launcher (looked for again until that process exists).
+    pub job: Option<u32>,
     pub logs: Vec<PathBuf>,
     /// /proc, or a directory laid out like it.
     pub proc_root: PathBuf,
@@ -45,6 +48,7 @@ impl Default for SamplerOptions {
             gpus: None,
             gpm: false,
             pid: None,
+            job: None,
             logs: Vec::new(),
             proc_root: PathBuf::from("/proc"),
             stacks: None,
@@ -194,6 +198,15 @@ impl<'n> Sampler<'n> {
     /// The trainer, looked for among the logs' writers when that is due, else among the GPUs'
     /// compute processes (already read, so free to check).
     fn discover(&mut self) -> Option<TreeProbe> {
+        if let Some(job) = self.opts.job {
+            // steptop writes the job's log itself: its writer would be steptop.
+            let found = trainer::of_job(&self.opts.proc_root, job)?;
+            return Some(TreeProbe::new(
+                &self.opts.proc_root,
+                found.pid,
+                found.found_by,
+            ));
+        }
         let logs = &self.opts.logs;
         let by_log = if !logs.is_empty() && self.discovery.due() {
             let found = trainer::by_log_writer(&self.opts.proc_root, logs);

@@ -145,6 +145,28 @@ fn through_launchers(root: &Path, mut found: Found) -> Found {
     found
 }
 
+/// The job `steptop run` started: the trainer is that process, or the first process under it
+/// while it is a launcher; None while a launcher has started nothing yet, or once the job is
+/// gone.
+pub fn of_job(root: &Path, pid: u32) -> Option<Found> {
+    if !root.join(pid.to_string()).exists() {
+        return None;
+    }
+    let found = through_launchers(
+        root,
+        Found {
+            pid,
+            found_by: "started by steptop run".into(),
+        },
+    );
+    let dir = root.join(found.pid.to_string());
+    command_line(&dir)
+        .as_deref()
+        .and_then(launcher)
+        .is_none()
+        .then_some(found)
+}
+
 /// The first compute process of the GPUs, as (gpu index, pid) pairs in index order.
 pub fn by_gpu(processes: &[(u32, u32)]) -> Option<Found> {
     let me = std::process::id();

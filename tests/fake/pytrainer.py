@@ -94,7 +94,8 @@ def main():
     start = time.perf_counter()
     hot = 0.0
     step = 0
-    log = open(a.log, "a", buffering=1)
+    # `--log -`: the step lines on stdout, as a job started by `steptop run` prints them.
+    log = sys.stdout if a.log == "-" else open(a.log, "a", buffering=1)
     print("ready", flush=True)
     while not stopping and time.perf_counter() - start < a.seconds:
         t0 = time.perf_counter()

@@ -301,7 +301,10 @@ mod tests {
         let cfg = DiagnoseConfig::default();
         let stuck = main_stuck(&View::new(&m, cfg.windows(), Vec::new())).expect("said");
         assert!(stuck.contains("in all_reduce (c10d.py:3)"), "{stuck}");
-        assert!(stuck.contains("called from sync_grads (train.py:3)"), "{stuck}");
+        assert!(
+            stuck.contains("called from sync_grads (train.py:3)"),
+            "{stuck}"
+        );
         assert!(stuck.contains("a collective or a barrier"), "{stuck}");
     }
 }
