@@ -6,6 +6,7 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -200,6 +201,19 @@ fn a_recording_keeps_the_stacks_for_the_report() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("_generate_targets"), "{format}: {text}");
     }
+    // compare puts a recorded run's top function beside another run's.
+    let out = steptop()
+        .args(["compare", "--format", "text"])
+        .arg(&rec)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/python_hotspot/run.jsonl"))
+        .output()
+        .expect("compare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("python stacks")
+            && text.matches("_generate_targets (pytrainer.py:").count() == 2,
+        "{text}"
+    );
 }
 
 #[test]

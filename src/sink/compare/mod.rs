@@ -56,7 +56,8 @@ pub struct RunInput {
 pub struct RunOut {
     pub label: String,
     pub paths: Vec<String>,
-    /// The report's figures (`FIGURES`, and `hardware` for a recording), as `report` names them.
+    /// The report's figures (`FIGURES`, and `hardware` and `stacks` for a recording), as
+    /// `report` names them.
     #[serde(flatten)]
     pub figures: serde_json::Map<String, Value>,
     /// Its step time's relative spread, (p95 - p50) / p50: what a change must exceed.
@@ -188,7 +189,7 @@ pub fn build(runs: &[RunInput], reports: &[Report]) -> Comparison {
 
 fn run_out(run: &RunInput, v: &Value) -> RunOut {
     let mut figures = serde_json::Map::new();
-    for key in FIGURES.iter().chain(["hardware"].iter()) {
+    for key in FIGURES.iter().chain(["hardware", "stacks"].iter()) {
         if let Some(x) = v.get(key).filter(|x| !x.is_null()) {
             figures.insert((*key).to_string(), x.clone());
         }

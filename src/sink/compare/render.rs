@@ -199,6 +199,7 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
     }
     let _ = writeln!(o, "(times in ms; ~: within the runs' step-to-step spread,");
     let _ = writeln!(o, " (p95 - p50) / p50 of their step times)");
+    stacks(c, &mut o);
     if !c.findings.is_empty() {
         let _ = writeln!(o, "\nfindings");
     }
@@ -222,6 +223,28 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
         words(&mut o, "note: ", 6, n);
     }
     o
+}
+
+/// The function that held each recorded run's main thread most, from its sampled stacks.
+fn stacks(c: &Comparison, o: &mut String) {
+    let top = |r: &super::RunOut| {
+        let f = r.figures.get("stacks")?.pointer("/main/functions/0")?;
+        Some(format!(
+            "{} ({}:{}) {:.0}% of the main thread",
+            f.get("function")?.as_str()?,
+            f.get("file")?.as_str()?,
+            f.get("line")?.as_u64()?,
+            f.get("share")?.as_f64()? * 100.0
+        ))
+    };
+    if c.runs.iter().all(|r| top(r).is_none()) {
+        return;
+    }
+    let _ = writeln!(o, "\npython stacks (sampled; shares are estimates)");
+    for (i, r) in c.runs.iter().enumerate() {
+        let text = top(r).unwrap_or_else(|| "not sampled".into());
+        words(o, &format!("  {} {}: ", i + 1, r.label), 6, &text);
+    }
 }
 
 pub fn markdown(c: &Comparison) -> String {
