@@ -82,10 +82,11 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         if samples == 1 {
             continue;
         }
-        // --once answers with a few seconds of the trainer's stacks, once it is known.
+        // --once answers with a few seconds of the trainer's stacks, once it is known (and
+        // looks like Python: another process is refused only after a few tries).
         if args.once
             && stacks_on
-            && s.trainer.is_some()
+            && s.trainer.as_ref().is_some_and(|t| t.command.contains("python"))
             && stacks.span() < ONCE_STACK_SECONDS
             && stacks.refusals.is_empty()
             && samples < ONCE_READINGS_AT_MOST

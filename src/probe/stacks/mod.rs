@@ -176,12 +176,11 @@ fn attach(t: &mut Target, rights: &Rights, opts: &StackOptions) -> Option<StackR
     let name = std::fs::read_to_string(opts.proc_root.join(format!("{}/comm", t.pid)))
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    // A wrapper (a pyenv shim, `env`, `sh -c`) may become Python a moment later: a few tries
-    // before saying so.
+    // A wrapper (a pyenv shim, `env`, `sh -c`) may become Python a moment later, through a
+    // chain of execs: a few tries before saying so.
     if !maps_python(&opts.proc_root, t.pid) {
         t.failures += 1;
-        let wrapper = matches!(name.as_str(), "sh" | "bash" | "dash" | "zsh" | "env");
-        if wrapper && t.failures < ATTACH_TRIES {
+        if t.failures < ATTACH_TRIES {
             t.attach_at = now + ATTACH_RETRY;
             return None;
         }
