@@ -86,7 +86,9 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         // looks like Python: another process is refused only after a few tries).
         if args.once
             && stacks_on
-            && s.trainer.as_ref().is_some_and(|t| t.command.contains("python"))
+            && s.trainer
+                .as_ref()
+                .is_some_and(|t| t.command.contains("python"))
             && stacks.span() < ONCE_STACK_SECONDS
             && stacks.refusals.is_empty()
             && samples < ONCE_READINGS_AT_MOST
