@@ -16,10 +16,9 @@ use std::thread::JoinHandle;
 
 use super::cli::RunArgs;
 use super::load_config;
-use super::sink::{Feeding, Mode, check_output, sink};
+use super::sink::{check_output, sink, watch};
 use crate::common::error::Error;
-use crate::input::{self, follow};
-use crate::monitor::msg;
+use crate::input;
 use crate::probe;
 
 /// Starts the job, watches it until the view is quit (or, headless, until the job ends),
@@ -53,44 +52,19 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     let log = Arc::new(Mutex::new(log));
     let pumps = pumps(&mut child, &log, headless);
 
-    let (tx, inbox) = msg::inbox();
     let stop = Arc::new(AtomicBool::new(false));
-    let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
-    follow::spawn(
-        vec![input::InputSpec::File(args.log.clone())],
-        input::FollowOptions {
-            poll: std::time::Duration::from_millis(config.poll_ms),
-            ..input::FollowOptions::default()
-        },
-        config.patterns.clone(),
-        stop.clone(),
-        tx.clone(),
-    )
-    .map_err(|e| fail("the log reader thread", e))?;
-    let w = &args.watch;
-    if !w.no_probe {
-        let opts = probe::SamplerOptions {
-            interval: w.interval,
-            gpus: w.gpus.clone(),
-            gpm: w.gpm,
-            job: Some(pid),
-            stacks: config.stacks.clone().filter(|_| !w.no_stacks),
-            ..probe::SamplerOptions::default()
-        };
-        probe::spawn(opts, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
-    }
+    let trainer = probe::SamplerOptions {
+        job: Some(pid),
+        ..probe::SamplerOptions::default()
+    };
+    let inputs = vec![input::InputSpec::File(args.log.clone())];
+    let feeding = watch(inputs, &args.watch, &config, trainer, &stop)?;
     let mut out = args.out.clone();
     if headless {
         // Headless ends with the job, after its last lines.
         out.until_exit = Some(pid);
     }
-    let feeding = Feeding {
-        tx,
-        inbox,
-        mode: Mode::Live,
-        probes_off: w.no_probe.then_some("probes off (--no-probe)"),
-    };
-    let watched = sink(&out, w.theme.as_deref(), config, feeding);
+    let watched = sink(&out, args.watch.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
     if matches!(child.try_wait(), Ok(None)) {
         if headless {

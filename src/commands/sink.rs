@@ -2,14 +2,18 @@
 //! headless lines, with the metrics endpoint beside either, fed from one inbox.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
 
-use super::cli::{FailOn, OutputArgs};
+use super::cli::{FailOn, OutputArgs, WatchArgs};
 use super::{run_label, run_paths};
 use crate::common::error::Error;
 use crate::diagnose;
 use crate::input::replay;
-use crate::monitor::{self, msg::Msg};
+use crate::input::{FollowOptions, InputSpec, follow};
+use crate::monitor;
+use crate::monitor::msg::{self, Msg};
 use crate::probe;
 use crate::settings::config::Config;
 use crate::settings::theme;
@@ -34,6 +38,47 @@ pub(super) enum Mode {
         /// Its `--from`.
         from: Option<u64>,
     },
+}
+
+/// Follows `inputs` and, unless `--no-probe`, reads the hardware and the trainer's stacks,
+/// all into one inbox: what `steptop LOG` and `steptop run` watch. `trainer` says how the
+/// sampler finds the trainer (`pid`, `job` or `logs`); the rest comes from `w` and `config`.
+pub(super) fn watch(
+    inputs: Vec<InputSpec>,
+    w: &WatchArgs,
+    config: &Config,
+    trainer: probe::SamplerOptions,
+    stop: &Arc<AtomicBool>,
+) -> Result<Feeding, Error> {
+    let (tx, inbox) = msg::inbox();
+    let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
+    follow::spawn(
+        inputs,
+        FollowOptions {
+            poll: std::time::Duration::from_millis(config.poll_ms),
+            ..FollowOptions::default()
+        },
+        config.patterns.clone(),
+        stop.clone(),
+        tx.clone(),
+    )
+    .map_err(|e| fail("the log reader thread", e))?;
+    if !w.no_probe {
+        let opts = probe::SamplerOptions {
+            interval: w.interval,
+            gpus: w.gpus.clone(),
+            gpm: w.gpm,
+            stacks: config.stacks.clone().filter(|_| !w.no_stacks),
+            ..trainer
+        };
+        probe::spawn(opts, tx.clone()).map_err(|e| fail("the sampler thread", e))?;
+    }
+    Ok(Feeding {
+        tx,
+        inbox,
+        mode: Mode::Live,
+        probes_off: w.no_probe.then_some("probes off (--no-probe)"),
+    })
 }
 
 /// Options that cannot work here, checked before any thread starts or the terminal changes.
