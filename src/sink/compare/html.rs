@@ -28,6 +28,13 @@ pub fn render(c: &Comparison) -> String {
     figures(&mut o, c);
     curves(&mut o, c);
     breakdowns(&mut o, c);
+    if let Some(rows) = super::render::stacks_rows(c) {
+        o.push_str("<section id=\"stacks\"><h2>Python stacks <small>sampled; shares are estimates</small></h2><ul>");
+        for (label, top) in rows {
+            let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&label), esc(&top));
+        }
+        o.push_str("</ul></section>\n");
+    }
     for n in &c.notes {
         let _ = write!(o, "<p class=\"note\">{}</p>", esc(n));
     }

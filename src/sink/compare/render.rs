@@ -225,25 +225,39 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
     o
 }
 
-/// The function that held each recorded run's main thread most, from its sampled stacks.
+/// The function that held a recorded run's main thread most, from its sampled stacks; None
+/// for a run whose stacks were not sampled.
+pub(super) fn stacks_top(r: &super::RunOut) -> Option<String> {
+    let f = r.figures.get("stacks")?.pointer("/main/functions/0")?;
+    Some(format!(
+        "{} ({}:{}) {:.0}% of the main thread",
+        f.get("function")?.as_str()?,
+        f.get("file")?.as_str()?,
+        f.get("line")?.as_u64()?,
+        f.get("share")?.as_f64()? * 100.0
+    ))
+}
+
+/// Each run's `stacks_top`, when any run was sampled.
+pub(super) fn stacks_rows(c: &Comparison) -> Option<Vec<(String, String)>> {
+    c.runs.iter().any(|r| stacks_top(r).is_some()).then(|| {
+        c.runs
+            .iter()
+            .map(|r| {
+                let top = stacks_top(r).unwrap_or_else(|| "not sampled".into());
+                (r.label.clone(), top)
+            })
+            .collect()
+    })
+}
+
 fn stacks(c: &Comparison, o: &mut String) {
-    let top = |r: &super::RunOut| {
-        let f = r.figures.get("stacks")?.pointer("/main/functions/0")?;
-        Some(format!(
-            "{} ({}:{}) {:.0}% of the main thread",
-            f.get("function")?.as_str()?,
-            f.get("file")?.as_str()?,
-            f.get("line")?.as_u64()?,
-            f.get("share")?.as_f64()? * 100.0
-        ))
-    };
-    if c.runs.iter().all(|r| top(r).is_none()) {
+    let Some(rows) = stacks_rows(c) else {
         return;
-    }
+    };
     let _ = writeln!(o, "\npython stacks (sampled; shares are estimates)");
-    for (i, r) in c.runs.iter().enumerate() {
-        let text = top(r).unwrap_or_else(|| "not sampled".into());
-        words(o, &format!("  {} {}: ", i + 1, r.label), 6, &text);
+    for (i, (label, top)) in rows.iter().enumerate() {
+        words(o, &format!("  {} {label}: ", i + 1), 6, top);
     }
 }
 
@@ -276,6 +290,12 @@ pub fn markdown(c: &Comparison) -> String {
         );
         for e in &f.evidence {
             let _ = writeln!(o, "  - {}", escape(e));
+        }
+    }
+    if let Some(rows) = stacks_rows(c) {
+        o.push_str("\n### Python stacks\n\nSampled; shares are estimates.\n\n");
+        for (label, top) in rows {
+            let _ = writeln!(o, "- {}: {}", escape(&label), escape(&top));
         }
     }
     for n in &c.notes {
