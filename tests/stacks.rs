@@ -6,6 +6,7 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -245,4 +246,83 @@ fn a_process_steptop_may_not_read_gets_a_sentence_not_py_spys_error() {
         v["stacks"]
     );
     let _ = std::io::stderr().flush();
+}
+
+#[test]
+fn each_ranks_main_thread_is_told_apart_under_a_launcher() {
+    // A launcher by name (`torchrun`, run as a Python script) starts two ranks: one spends
+    // most of its step in the hot function, the other little.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/pytrainer.py");
+    let launcher = dir.path().join("torchrun");
+    std::fs::write(
+        &launcher,
+        "import subprocess, sys, time\n\
+         script, d = sys.argv[1], sys.argv[2]\n\
+         ranks = [subprocess.Popen([sys.executable, script, '--log', f'{d}/r{i}.log', \
+         '--truth', f'{d}/t{i}.json', '--workers', '1', '--hot-ms', hot, '--wait-ms', '40']) \
+         for i, hot in enumerate(['80', '5'])]\n\
+         print(*[r.pid for r in ranks], flush=True)\n\
+         time.sleep(60)\n",
+    )
+    .expect("launcher");
+    let mut child = Command::new("python3")
+        .process_group(0)
+        .arg(&launcher)
+        .arg(&script)
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    // Kept open to the end: the ranks print on it too.
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut pids = String::new();
+    out.read_line(&mut pids).expect("pids");
+    let pids: Vec<u64> = pids
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    let cfg = support::fast_stacks_config(dir.path());
+    let mut cmd = steptop();
+    cmd.args([
+        "probe",
+        "--format",
+        "json",
+        "--pid",
+        &pids[0].to_string(),
+        "--config",
+    ])
+    .arg(&cfg);
+    let lines = lines_until(cmd, Duration::from_secs(40), |l| {
+        serde_json::from_str::<Value>(l).is_ok_and(|v| {
+            v["stacks"]["ranks"].as_array().is_some_and(|r| {
+                r.len() == 2 && r.iter().all(|x| x["samples"].as_u64() >= Some(40))
+            })
+        })
+    });
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.wait();
+    let last: Value = serde_json::from_str(lines.last().expect("a reading")).expect("json");
+    let ranks = last["stacks"]["ranks"].as_array().expect("ranks");
+    let hot = |pid: u64| {
+        let r = ranks.iter().find(|r| r["pid"] == pid).expect("the rank");
+        let n = r["samples"].as_f64().expect("samples");
+        r["functions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["function"] == "_generate_targets")
+            .and_then(|f| f["running"].as_f64())
+            .unwrap_or(0.0)
+            / n
+    };
+    let (busy, light) = (hot(pids[0]), hot(pids[1]));
+    eprintln!("rank 0 in _generate_targets {busy:.3}, rank 1 {light:.3}");
+    assert!(
+        busy > 0.5 && light < 0.3,
+        "rank 0 {busy:.3}, rank 1 {light:.3}"
+    );
 }

@@ -228,6 +228,7 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
 #[derive(Clone, Debug, PartialEq)]
 struct Kept {
     time: f64,
+    pid: u32,
     role: Role,
     place: Place,
     gil: bool,
@@ -277,11 +278,22 @@ pub struct StackSummary {
     pub main: RoleShares,
     /// The DataLoader workers, together.
     pub workers: RoleShares,
+    /// Each rank's main thread on its own, when several were sampled (a launcher's ranks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankShares>,
     /// Why some processes cannot be sampled, one sentence each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// One rank's main thread (by its process id).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankShares {
+    pub pid: u32,
+    #[serde(flatten)]
+    pub shares: RoleShares,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -319,6 +331,7 @@ impl Stacks {
         let (place, user, own) = classify(s);
         self.kept.push_back(Kept {
             time: s.time,
+            pid: s.pid,
             role: s.role,
             place,
             gil: s.gil,
@@ -357,6 +370,7 @@ impl Stacks {
             seconds: seconds.min(self.span()),
             main: self.shares(Role::Main, seconds),
             workers: self.shares(Role::Worker, seconds),
+            ranks: self.rank_shares(seconds),
             refused: self.refusals.values().cloned().collect(),
             notes: self.notes.values().cloned().collect(),
         }
@@ -369,6 +383,37 @@ impl Stacks {
 
     /// The shares of `role`'s samples over the `seconds` before the newest sample.
     pub fn shares(&self, role: Role, seconds: f64) -> RoleShares {
+        self.shares_of(seconds, |k| k.role == role)
+    }
+
+    /// Each rank's main thread on its own, when more than one was sampled in the window.
+    pub fn rank_shares(&self, seconds: f64) -> Vec<RankShares> {
+        let Some(now) = self.latest() else {
+            return Vec::new();
+        };
+        let mut pids: Vec<u32> = self
+            .kept
+            .iter()
+            .rev()
+            .take_while(|k| k.time >= now - seconds)
+            .filter(|k| k.role == Role::Main)
+            .map(|k| k.pid)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        if pids.len() < 2 {
+            return Vec::new();
+        }
+        pids.into_iter()
+            .map(|pid| RankShares {
+                pid,
+                shares: self.shares_of(seconds, |k| k.role == Role::Main && k.pid == pid),
+            })
+            .collect()
+    }
+
+    /// The shares of the samples `keep` takes over the `seconds` before the newest sample.
+    fn shares_of(&self, seconds: f64, keep: impl Fn(&Kept) -> bool) -> RoleShares {
         let Some(now) = self.latest() else {
             return RoleShares::default();
         };
@@ -377,7 +422,7 @@ impl Stacks {
             .iter()
             .rev()
             .take_while(|k| k.time >= now - seconds)
-            .filter(|k| k.role == role)
+            .filter(|k| keep(k))
             .collect();
         let n = recent.len() as u64;
         if n == 0 {
@@ -585,8 +630,21 @@ mod tests {
         assert_eq!(sh.functions[0].function, "_generate_targets");
         assert!((sh.functions[0].share - 0.8).abs() < 1e-9);
         assert_eq!(sh.places[0], (Place::UserCode, 0.6));
+        assert!(st.rank_shares(60.0).is_empty(), "one rank: no split");
+        let mut other = sample(Role::Main, true, vec![train.clone()]);
+        other.pid = 2;
+        other.time = 9.5;
+        st.add(&other);
+        let ranks = st.rank_shares(60.0);
+        assert_eq!(
+            ranks
+                .iter()
+                .map(|r| (r.pid, r.shares.samples))
+                .collect::<Vec<_>>(),
+            [(1, 10), (2, 1)]
+        );
         // A shorter window sees only the newest samples.
-        assert_eq!(st.shares(Role::Main, 4.5).samples, 5);
+        assert_eq!(st.shares(Role::Main, 4.5).samples, 6);
         assert_eq!(st.shares(Role::Worker, 60.0), RoleShares::default());
     }
 }

@@ -88,6 +88,14 @@ pub(crate) fn stack_text(o: &mut String, st: &StackSummary) {
             );
         }
     }
+    for r in &st.ranks {
+        let top = r.shares.functions.iter().max_by_key(|f| f.running);
+        let text = top.map_or_else(
+            || format!("{} samples", r.shares.samples),
+            |f| format!("{} {}  {}:{}", pct(f.share), f.function, f.file, f.line),
+        );
+        words(o, &format!("         rank pid {}: ", r.pid), 11, &text);
+    }
     for why in st.refused.iter().chain(&st.notes) {
         words(o, "stacks   ", 9, why);
     }
