@@ -12,8 +12,28 @@ use serde::{Deserialize, Serialize};
 const KEPT_SECONDS: f64 = 300.0;
 /// Samples kept at most, whatever the rates.
 const KEPT_SAMPLES: usize = 4096;
-/// Frames of a stack kept, innermost first: the user's code is near the top.
+/// Frames of a stack kept at most, innermost first: the user's code is near the top.
 pub const FRAMES_KEPT: usize = 64;
+
+/// How many of a stack's frames (innermost first) say where it is: up to the second frame of
+/// the user's own code (the function, and the one that called it, with the library frames
+/// between them that place it: a module call, autograd, a queue), at most `FRAMES_KEPT`. The
+/// frames past it (the training loop's callers, a framework's launcher) are the same in every
+/// sample: a recording need not keep them.
+pub fn frames_needed(paths: impl Iterator<Item = impl AsRef<str>>) -> usize {
+    let mut users = 0;
+    let mut n = 0;
+    for path in paths.take(FRAMES_KEPT) {
+        n += 1;
+        if !is_library(path.as_ref()) {
+            users += 1;
+            if users == 2 {
+                break;
+            }
+        }
+    }
+    n
+}
 
 /// What the stack sampler sends: a sample, or why a process cannot be sampled.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -138,7 +158,7 @@ impl Place {
 }
 
 /// A library's file: the standard library, an installed package, or the interpreter's own.
-fn is_library(path: &str) -> bool {
+pub fn is_library(path: &str) -> bool {
     path.starts_with('<')
         || path.contains("site-packages/")
         || path.contains("dist-packages/")
@@ -585,6 +605,21 @@ mod tests {
         let s = sample(Role::Worker, true, frames);
         let (place, user, _) = classify(&s);
         assert_eq!((place, user), (Place::Computing, None));
+    }
+
+    #[test]
+    fn a_stack_is_kept_up_to_the_caller_of_the_users_function() {
+        let paths = [
+            format!("{TORCH}/nn/modules/conv.py"),
+            format!("{TORCH}/nn/modules/module.py"),
+            "/home/u/model.py".to_string(),
+            format!("{TORCH}/nn/modules/module.py"),
+            "/home/u/train.py".to_string(),
+            "/home/u/train.py".to_string(),
+            format!("{LIB}/runpy.py"),
+        ];
+        assert_eq!(frames_needed(paths.iter()), 5);
+        assert_eq!(frames_needed(paths[..2].iter()), 2);
     }
 
     #[test]

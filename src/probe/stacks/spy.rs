@@ -1,12 +1,13 @@
 //! One process's Python stacks through py-spy's `PythonSpy`, never blocking the target: the
 //! trainer is not paused (a paused 32-thread trainer lost 46% of its throughput at 100 Hz),
 //! so a sample now and then reads a frame that moved and fails; it is dropped and counted.
-//! Only the main thread's stack is kept (the training loop, or a worker's fetch loop).
+//! Only the main thread's stack is kept (the training loop, or a worker's fetch loop), and of
+//! it the frames that place it (`frames_needed`).
 
 use py_spy::config::LockingStrategy;
 use py_spy::{Config, PythonSpy, StackTrace};
 
-use crate::model::stacks::{FRAMES_KEPT, PyFrame, Role, StackSample};
+use crate::model::stacks::{PyFrame, Role, StackSample, frames_needed};
 
 pub struct Spy {
     spy: PythonSpy,
@@ -52,6 +53,7 @@ impl Spy {
             }
         };
         let main = main_thread(&traces, self.pid)?;
+        let kept = frames_needed(main.frames.iter().map(|f| f.filename.as_str()));
         Some(StackSample {
             time,
             pid: self.pid,
@@ -61,7 +63,7 @@ impl Spy {
             frames: main
                 .frames
                 .iter()
-                .take(FRAMES_KEPT)
+                .take(kept)
                 .map(|f| PyFrame {
                     function: f.name.clone(),
                     file: f
