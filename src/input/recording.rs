@@ -9,9 +9,17 @@
 //! {"kind":"line","t":null,"file":"train.log","text":"step 9/8880 | loss=0.6"}
 //! {"kind":"line","t":1795253385.04,"file":"train.log","text":"step 10/8880 | loss=0.5"}
 //! {"kind":"sample","sample":{"time":1795253385.1,"gpus":[...],"host":{...},...}}
-//! {"kind":"stacks","stacks":{"kind":"sample","time":1795253385.2,"pid":812,...}}
+//! {"kind":"frames","frames":[{"id":0,"function":"train","file":"train.py","path":"/w/train.py"}]}
+//! {"kind":"stack","time":1795253385.2,"pid":812,"role":"main","active":true,"gil":true,"frames":[[0,42]]}
+//! {"kind":"stacks","stacks":{"kind":"refused","time":1795253385.2,"pid":813,"why":"..."}}
 //! ```
+//!
+//! A stack sample names its frames by number (`[id, line]`, innermost first): each frame's
+//! function and file are written once, in a `frames` entry before the first sample that
+//! uses them, so that a long recording does not repeat the same paths four times a second.
+//! `read` gives the samples back whole, as `Stacks` entries.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
@@ -19,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::error::Error;
 use crate::model::sample::Sample;
-use crate::model::stacks::StackReading;
+use crate::model::stacks::{PyFrame, Role, StackReading, StackSample};
 use crate::monitor::msg::Msg;
 
 /// Bumped when an entry changes meaning; a reader refuses versions it does not know.
@@ -41,10 +49,33 @@ pub enum Entry {
         sample: Box<Sample>,
     },
     /// A sample of the trainer's Python stacks (one process's main thread), or why a process
-    /// could not be sampled.
+    /// could not be sampled. Samples are written as `Frames` and `Stack`; `read` gives them
+    /// back as this.
     Stacks {
         stacks: Box<StackReading>,
     },
+    /// Frames a later `Stack` names by id (only in the file: `read` resolves them).
+    Frames {
+        frames: Vec<FrameDef>,
+    },
+    /// A stack sample with its frames by id and line (only in the file).
+    Stack {
+        time: f64,
+        pid: u32,
+        role: Role,
+        active: bool,
+        gil: bool,
+        frames: Vec<(u32, u32)>,
+    },
+}
+
+/// A frame's function and file, numbered for `Stack` entries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameDef {
+    pub id: u32,
+    pub function: String,
+    pub file: String,
+    pub path: String,
 }
 
 /// Writes a recording. Each entry is flushed as it is written, so a run that dies leaves a
@@ -54,6 +85,8 @@ pub struct Recorder {
     path: String,
     /// The followed files' paths by source index, from the inbox's `Opened` messages.
     files: Vec<String>,
+    /// The frames written so far, by (function, file, path), with their ids.
+    frames: HashMap<(String, String, String), u32>,
 }
 
 impl Recorder {
@@ -66,6 +99,7 @@ impl Recorder {
             out: BufWriter::new(file),
             path: path.display().to_string(),
             files: Vec::new(),
+            frames: HashMap::new(),
         };
         r.write(&Entry::Header {
             steptop_recording: RECORDING_VERSION,
@@ -115,15 +149,49 @@ impl Recorder {
             Msg::Sample(sample) => self.write(&Entry::Sample {
                 sample: sample.clone(),
             }),
-            Msg::Stacks(stacks) => self.write(&Entry::Stacks {
-                stacks: stacks.clone(),
-            }),
+            Msg::Stacks(stacks) => match stacks.as_ref() {
+                StackReading::Sample(s) => self.stack(s),
+                _ => self.write(&Entry::Stacks {
+                    stacks: stacks.clone(),
+                }),
+            },
             Msg::Status { .. }
             | Msg::CaughtUp { .. }
             | Msg::InputStopped { .. }
             | Msg::Ui(_)
             | Msg::Replay(_) => Ok(()),
         }
+    }
+
+    /// A stack sample: the frames not written yet first, then the sample by frame ids.
+    fn stack(&mut self, s: &StackSample) -> Result<(), Error> {
+        let mut new = Vec::new();
+        let mut ids = Vec::with_capacity(s.frames.len());
+        for f in &s.frames {
+            let key = (f.function.clone(), f.file.clone(), f.path.clone());
+            let next = u32::try_from(self.frames.len()).unwrap_or(u32::MAX);
+            let id = *self.frames.entry(key).or_insert_with(|| {
+                new.push(FrameDef {
+                    id: next,
+                    function: f.function.clone(),
+                    file: f.file.clone(),
+                    path: f.path.clone(),
+                });
+                next
+            });
+            ids.push((id, f.line));
+        }
+        if !new.is_empty() {
+            self.write(&Entry::Frames { frames: new })?;
+        }
+        self.write(&Entry::Stack {
+            time: s.time,
+            pid: s.pid,
+            role: s.role,
+            active: s.active,
+            gil: s.gil,
+            frames: ids,
+        })
     }
 
     pub fn write(&mut self, entry: &Entry) -> Result<(), Error> {
@@ -156,6 +224,8 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
     let mut reader = BufReader::new(file);
     let mut line = String::new();
     let mut bytes = 0u64;
+    // The frames defined so far, by id.
+    let mut table: HashMap<u32, FrameDef> = HashMap::new();
     for n in 1.. {
         line.clear();
         let len = reader
@@ -184,6 +254,44 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
             }
             Entry::Header { .. } => return Err(at(n, "a second header".into())),
             _ if n == 1 => return Err(at(n, "no recording header on the first line".into())),
+            Entry::Frames { frames } => table.extend(frames.into_iter().map(|f| (f.id, f))),
+            Entry::Stack {
+                time,
+                pid,
+                role,
+                active,
+                gil,
+                frames,
+            } => {
+                let frames = frames
+                    .iter()
+                    .map(|&(id, line)| {
+                        let f = table.get(&id).ok_or_else(|| {
+                            at(n, format!("frame {id} is not defined before it is used"))
+                        })?;
+                        Ok(PyFrame {
+                            function: f.function.clone(),
+                            file: f.file.clone(),
+                            path: f.path.clone(),
+                            line,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
+                let sample = StackSample {
+                    time,
+                    pid,
+                    role,
+                    active,
+                    gil,
+                    frames,
+                };
+                each(
+                    Entry::Stacks {
+                        stacks: Box::new(StackReading::Sample(sample)),
+                    },
+                    bytes,
+                );
+            }
             e => each(e, bytes),
         }
     }
@@ -193,6 +301,57 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stack_samples_name_their_frames_once_and_come_back_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let frame = |function: &str, line| PyFrame {
+            function: function.into(),
+            file: "train.py".into(),
+            path: "/home/u/train.py".into(),
+            line,
+        };
+        let sample = |time, frames| StackSample {
+            time,
+            pid: 7,
+            role: Role::Main,
+            active: true,
+            gil: true,
+            frames,
+        };
+        let written = vec![
+            sample(1.0, vec![frame("hot", 3), frame("main", 9)]),
+            sample(2.0, vec![frame("hot", 4), frame("main", 9)]),
+        ];
+        let mut r = Recorder::create(&path).expect("create");
+        for s in &written {
+            r.record(&Msg::Stacks(Box::new(StackReading::Sample(s.clone()))))
+                .expect("record");
+        }
+        drop(r);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.matches("\"kind\":\"frames\"").count(), 1, "{text}");
+        assert_eq!(text.matches("\"/home/u/train.py\"").count(), 2, "{text}");
+        let mut back = Vec::new();
+        read(&path, &mut |e, _| {
+            if let Entry::Stacks { stacks } = e
+                && let StackReading::Sample(s) = *stacks
+            {
+                back.push(s);
+            }
+        })
+        .expect("read back");
+        assert_eq!(back, written);
+        std::fs::write(
+            &path,
+            "{\"kind\":\"header\",\"steptop_recording\":1}\n{\"kind\":\"stack\",\"time\":1.0,\
+             \"pid\":7,\"role\":\"main\",\"active\":true,\"gil\":true,\"frames\":[[5,3]]}\n",
+        )
+        .expect("write");
+        let e = read(&path, &mut |_, _| {}).expect_err("an undefined frame");
+        assert!(e.to_string().contains(":2: frame 5 is not defined"), "{e}");
+    }
     use crate::model::sample::{GpuReading, HostReading};
 
     #[test]

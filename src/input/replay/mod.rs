@@ -62,7 +62,8 @@ pub fn messages(
                 }
                 Entry::Sample { sample } => each(Msg::Sample(sample), done + bytes),
                 Entry::Stacks { stacks } => each(Msg::Stacks(stacks), done + bytes),
-                Entry::Header { .. } => {}
+                // `read` gives stack samples back whole, as `Stacks`.
+                Entry::Header { .. } | Entry::Frames { .. } | Entry::Stack { .. } => {}
             })?;
         } else {
             let i = open(&mut feeds, &path.display().to_string(), written, each, done);
