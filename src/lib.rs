@@ -79,6 +79,7 @@ pub mod testing {
 
 /// Runs one command to completion.
 pub fn run(cli: Cli) -> Result<(), Error> {
+    common::contain::install();
     match cli.command {
         Some(Command::Report(args)) => commands::report::run(&args),
         Some(Command::Compare(args)) => commands::compare::run(&args),

@@ -326,3 +326,36 @@ fn each_ranks_main_thread_is_told_apart_under_a_launcher() {
         "rank 0 {busy:.3}, rank 1 {light:.3}"
     );
 }
+
+#[test]
+fn a_wait_at_a_line_that_syncs_is_the_gpu() {
+    let t = support::PyTrainer::start(&[
+        "--workers",
+        "1",
+        "--hot-ms",
+        "20",
+        "--wait-ms",
+        "1",
+        "--sync-ms",
+        "60",
+    ]);
+    let cfg = support::fast_stacks_config(t.dir.path());
+    let mut cmd = steptop();
+    cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
+        .arg(&cfg);
+    let lines = lines_until(cmd, Duration::from_secs(30), |l| {
+        serde_json::from_str::<Value>(l)
+            .is_ok_and(|v| v["stacks"]["main"]["samples"].as_u64() >= Some(60))
+    });
+    let last: Value = serde_json::from_str(lines.last().expect("a reading")).expect("json");
+    let places = &last["stacks"]["main"]["places"];
+    let sync = places
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p[0] == "gpu_sync")
+        .and_then(|p| p[1].as_f64())
+        .unwrap_or(0.0);
+    // About 60 ms of each 81 ms step waits at `loss.item()`.
+    assert!(sync > 0.4, "gpu_sync {sync}: {places}");
+}

@@ -66,6 +66,8 @@ pub enum Entry {
         active: bool,
         gil: bool,
         frames: Vec<(u32, u32)>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
     },
 }
 
@@ -191,6 +193,7 @@ impl Recorder {
             active: s.active,
             gil: s.gil,
             frames: ids,
+            code: s.code.clone(),
         })
     }
 
@@ -262,6 +265,7 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
                 active,
                 gil,
                 frames,
+                code,
             } => {
                 let frames = frames
                     .iter()
@@ -284,6 +288,7 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
                     active,
                     gil,
                     frames,
+                    code,
                 };
                 each(
                     Entry::Stacks {
@@ -319,6 +324,7 @@ mod tests {
             active: true,
             gil: true,
             frames,
+            code: None,
         };
         let written = vec![
             sample(1.0, vec![frame("hot", 3), frame("main", 9)]),

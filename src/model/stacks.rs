@@ -66,6 +66,10 @@ pub struct StackSample {
     pub gil: bool,
     /// Its Python frames, innermost first, at most `FRAMES_KEPT`.
     pub frames: Vec<PyFrame>,
+    /// The source line the thread waited at, when it waited in a call from the user's own
+    /// code (`loss.item()`): what it waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// What a sampled process does for the run.
@@ -97,9 +101,12 @@ pub enum Place {
     WaitingForBatch,
     /// Running the user's own Python code.
     UserCode,
-    /// Waiting in a call made from the user's code: a GPU sync (`.item()`, `.cpu()`,
-    /// `synchronize`, a blocking `.to()`), a sleep, a file or network read.
+    /// Waiting in a call made from the user's code: a sleep, a file or network read, or a
+    /// GPU sync its line does not show.
     Blocked,
+    /// Waiting on the GPU at a line of the user's code that syncs (`.item()`, `.cpu()`,
+    /// `.numpy()`, `.tolist()`, `synchronize()`, `.to(...)`).
+    GpuSync,
     /// In PyTorch's module calls (the forward).
     Forward,
     /// In autograd (the backward).
@@ -127,6 +134,7 @@ impl Place {
             Place::WaitingForBatch => "batch wait",
             Place::UserCode => "user code",
             Place::Blocked => "in a call",
+            Place::GpuSync => "GPU sync",
             Place::Forward => "forward",
             Place::Backward => "backward",
             Place::Optimizer => "optimizer",
@@ -143,7 +151,8 @@ impl Place {
         match self {
             Place::WaitingForBatch => "waiting for the next batch",
             Place::UserCode => "in the user's Python code",
-            Place::Blocked => "waiting in a call from the user's code (GPU sync, sleep or I/O)",
+            Place::Blocked => "waiting in a call from the user's code (sleep, I/O)",
+            Place::GpuSync => "waiting on the GPU (a sync: .item(), .cpu(), a blocking .to())",
             Place::Forward => "in PyTorch's forward",
             Place::Backward => "in PyTorch's backward",
             Place::Optimizer => "in the optimizer",
@@ -172,6 +181,21 @@ fn is_queue_wait(f: &PyFrame) -> bool {
         || p.ends_with("/queue.py")
         || p.ends_with("/selectors.py")
         || (p.ends_with("/threading.py") && f.function == "wait")
+}
+
+/// Whether a line of code waits on the GPU: it copies a result back to the host or syncs.
+pub fn syncs(code: &str) -> bool {
+    [
+        ".item()",
+        ".cpu()",
+        ".numpy()",
+        ".tolist()",
+        "synchronize(",
+        ".to(",
+        ".cuda(",
+    ]
+    .iter()
+    .any(|s| code.contains(s))
 }
 
 /// Where a sampled thread was: its place, the user function that holds it (the innermost
@@ -222,6 +246,8 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
             } else if user.is_some() {
                 if s.active {
                     Place::UserCode
+                } else if s.code.as_deref().is_some_and(syncs) {
+                    Place::GpuSync
                 } else {
                     Place::Blocked
                 }
@@ -523,6 +549,7 @@ mod tests {
             active,
             gil: active,
             frames,
+            code: None,
         }
     }
 

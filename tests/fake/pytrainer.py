@@ -12,6 +12,7 @@ Usage: pytrainer.py --log FILE --truth FILE [--workers N] [--seconds S] [--hot-m
 """
 
 import argparse
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -19,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+import types
 
 
 def read_sample(ms):
@@ -76,6 +78,8 @@ def main():
     # Idle Python threads beside the loop, as a real trainer has (pin memory, logging,
     # compile workers): what a stack read has to walk.
     p.add_argument("--threads", type=int, default=0)
+    # A wait in C at a line that reads like a GPU sync (`loss.item()`), as a CUDA step has.
+    p.add_argument("--sync-ms", type=float, default=0.0)
     a = p.parse_args()
     idle = threading.Event()
     for _ in range(a.threads):
@@ -96,6 +100,7 @@ def main():
     step = 0
     # `--log -`: the step lines on stdout, as a job started by `steptop run` prints them.
     log = sys.stdout if a.log == "-" else open(a.log, "a", buffering=1)
+    loss = types.SimpleNamespace(item=functools.partial(time.sleep, a.sync_ms / 1000.0))
     print("ready", flush=True)
     while not stopping and time.perf_counter() - start < a.seconds:
         t0 = time.perf_counter()
@@ -104,6 +109,8 @@ def main():
         _generate_targets(batch, a.hot_ms)
         t2 = time.perf_counter()
         time.sleep(a.wait_ms / 1000.0)
+        if a.sync_ms:
+            loss.item()
         t3 = time.perf_counter()
         hot += t2 - t1
         step += 1

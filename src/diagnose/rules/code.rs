@@ -152,11 +152,12 @@ pub(super) fn workers_split(v: &View) -> Option<String> {
 /// for the copy rule: None under 5% of its samples.
 pub(super) fn main_waits_in_calls(v: &View) -> Option<String> {
     let m = v.m.stacks.shares(Role::Main, v.windows.seconds);
-    let blocked = m
+    let blocked: f64 = m
         .places
         .iter()
-        .find(|(p, _)| *p == Place::Blocked)
-        .map_or(0.0, |(_, s)| *s);
+        .filter(|(p, _)| matches!(p, Place::Blocked | Place::GpuSync))
+        .map(|(_, s)| *s)
+        .sum();
     if m.samples < 10 || blocked < 0.05 {
         return None;
     }
@@ -236,6 +237,7 @@ mod tests {
                 active,
                 gil: active,
                 frames,
+                code: None,
             }));
         }
         m
@@ -297,6 +299,7 @@ mod tests {
                 ),
                 frame("sync_grads", "/home/u/train.py"),
             ],
+            code: None,
         }));
         let cfg = DiagnoseConfig::default();
         let stuck = main_stuck(&View::new(&m, cfg.windows(), Vec::new())).expect("said");

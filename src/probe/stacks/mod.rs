@@ -121,7 +121,15 @@ fn run(opts: &StackOptions, targets: &Receiver<Targets>, inbox: &SyncSender<Msg>
             Role::Worker => opts.worker_every,
         };
         let started = Instant::now();
-        let sample = t.spy.as_mut().and_then(|s| s.sample(unix_now()));
+        let sample = match t.spy.as_mut().map(|s| s.sample(unix_now())) {
+            Some(Ok(sample)) => sample,
+            Some(Err(_)) | None => {
+                // Broken on what it read: attach afresh in a moment.
+                t.spy = None;
+                t.attach_at = Instant::now() + ATTACH_RETRY;
+                None
+            }
+        };
         let took = started.elapsed();
         gate = Instant::now() + took.div_f64(opts.budget.max(1e-4));
         t.due = (t.due + every).max(Instant::now());

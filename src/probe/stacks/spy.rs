@@ -7,7 +7,11 @@
 use py_spy::config::LockingStrategy;
 use py_spy::{Config, PythonSpy, StackTrace};
 
-use crate::model::stacks::{PyFrame, Role, StackSample, frames_needed};
+use std::collections::HashMap;
+
+use crate::common::contain::contained;
+
+use crate::model::stacks::{PyFrame, Role, StackSample, frames_needed, is_library};
 
 pub struct Spy {
     spy: PythonSpy,
@@ -15,7 +19,17 @@ pub struct Spy {
     pub role: Role,
     /// Samples that failed (a frame moved while it was read).
     pub failed: u64,
+    /// Source lines read so far, by file and line: a training loop waits at the same few.
+    lines: HashMap<(String, u32), Option<String>>,
 }
+
+/// py-spy panicked on what it read (a frame that moved under it): this spy is not to be
+/// trusted any more.
+#[derive(Debug)]
+pub struct Broken;
+
+/// Source lines remembered at most; past it the memory starts again.
+const LINES_KEPT: usize = 4096;
 
 impl Spy {
     /// Attaches to `pid`; the error is py-spy's, for a process that is not Python (or not
@@ -29,12 +43,15 @@ impl Spy {
             ..Config::default()
         };
         let pid_t = i32::try_from(pid).map_err(|_| format!("pid {pid} is out of range"))?;
-        let spy = PythonSpy::new(pid_t, &config).map_err(|e| format!("{e:#}"))?;
+        let spy = contained(|| PythonSpy::new(pid_t, &config))
+            .ok_or_else(|| "py-spy failed while reading the interpreter".to_string())?
+            .map_err(|e| format!("{e:#}"))?;
         Ok(Spy {
             spy,
             pid,
             role,
             failed: 0,
+            lines: HashMap::new(),
         })
     }
 
@@ -43,17 +60,31 @@ impl Spy {
         (self.spy.version.major, self.spy.version.minor)
     }
 
-    /// The main thread now; None when the read failed or the thread was not found.
-    pub fn sample(&mut self, time: f64) -> Option<StackSample> {
-        let traces = match self.spy.get_stack_traces() {
-            Ok(t) => t,
-            Err(_) => {
+    /// The main thread now: Err when py-spy broke on what it read (then this spy is dropped
+    /// and the process attached again), Ok(None) when the read failed or the thread was not
+    /// found.
+    pub fn sample(&mut self, time: f64) -> Result<Option<StackSample>, Broken> {
+        let traces = match contained(|| self.spy.get_stack_traces()) {
+            None => return Err(Broken),
+            Some(Ok(t)) => t,
+            Some(Err(_)) => {
                 self.failed += 1;
-                return None;
+                return Ok(None);
             }
         };
-        let main = main_thread(&traces, self.pid)?;
+        Ok(self.main_sample(&traces, time))
+    }
+
+    fn main_sample(&mut self, traces: &[StackTrace], time: f64) -> Option<StackSample> {
+        let main = main_thread(traces, self.pid)?;
         let kept = frames_needed(main.frames.iter().map(|f| f.filename.as_str()));
+        // Waiting in a call from the user's own code: its line says what for.
+        let code = match main.frames.first() {
+            Some(f) if !main.active && !is_library(&f.filename) => {
+                self.line(&f.filename, u32::try_from(f.line).unwrap_or(0))
+            }
+            _ => None,
+        };
         Some(StackSample {
             time,
             pid: self.pid,
@@ -74,7 +105,24 @@ impl Spy {
                     line: u32::try_from(f.line).unwrap_or(0),
                 })
                 .collect(),
+            code,
         })
+    }
+
+    /// Line `line` of the user's file `path`, trimmed (read once; the file is only read).
+    fn line(&mut self, path: &str, line: u32) -> Option<String> {
+        if self.lines.len() >= LINES_KEPT {
+            self.lines.clear();
+        }
+        self.lines
+            .entry((path.to_string(), line))
+            .or_insert_with(|| {
+                let text = std::fs::read_to_string(path).ok()?;
+                let at = usize::try_from(line).ok()?.checked_sub(1)?;
+                let l = text.lines().nth(at)?.trim();
+                Some(l.chars().take(160).collect())
+            })
+            .clone()
     }
 }
 

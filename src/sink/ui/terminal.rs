@@ -36,6 +36,10 @@ pub fn enter() -> std::io::Result<(Screen, Guard)> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            // A library's panic that its caller turns into a failed call (`contain`).
+            if crate::common::contain::active() {
+                return;
+            }
             let was_active = ACTIVE.load(Ordering::SeqCst);
             leave();
             previous(info);
