@@ -5,16 +5,8 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
-
-fn steptop() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
-    c.env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
-    c
-}
 
 #[test]
 fn a_job_run_through_steptop_is_watched_and_its_output_kept() {
@@ -27,7 +19,7 @@ fn a_job_run_through_steptop_is_watched_and_its_output_kept() {
     let log = dir.path().join("job.log");
     let truth = dir.path().join("truth.json");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/pytrainer.py");
-    let out = steptop()
+    let out = support::steptop()
         .args(["run", "--headless", "--format", "json", "--config"])
         .arg(&cfg)
         .arg("--log")
@@ -91,7 +83,7 @@ fn a_job_run_through_steptop_is_watched_and_its_output_kept() {
 fn the_jobs_exit_code_is_steptops() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("job.log");
-    let out = steptop()
+    let out = support::steptop()
         .args(["run", "--headless", "--no-probe", "--log"])
         .arg(&log)
         .args([
@@ -110,7 +102,7 @@ fn the_jobs_exit_code_is_steptops() {
         text.contains("step 1/10 | loss=0.5\n") && text.contains("oops\n"),
         "{text}"
     );
-    let missing = steptop()
+    let missing = support::steptop()
         .args(["run", "--headless", "--log"])
         .arg(&log)
         .args(["--", "/nonexistent/train"])

@@ -13,13 +13,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn steptop() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
-    c.env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
-    c
-}
-
 /// Runs `cmd` and returns its stdout lines until `done` says enough or `limit` passes.
 fn lines_until(mut cmd: Command, limit: Duration, done: impl Fn(&str) -> bool) -> Vec<String> {
     let mut child = cmd
@@ -75,7 +68,7 @@ fn probe_names_the_hot_function_and_the_workers_split() {
         "70",
     ]);
     let cfg = support::fast_stacks_config(t.dir.path());
-    let mut cmd = steptop();
+    let mut cmd = support::steptop();
     cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
         .arg(&cfg);
     let lines = lines_until(cmd, Duration::from_secs(40), |l| {
@@ -126,7 +119,7 @@ fn probe_names_the_hot_function_and_the_workers_split() {
 fn headless_raises_python_hotspot_with_the_function_as_evidence() {
     let t = support::PyTrainer::start(&["--workers", "1", "--hot-ms", "80", "--wait-ms", "10"]);
     let cfg = support::fast_stacks_config(t.dir.path());
-    let mut cmd = steptop();
+    let mut cmd = support::steptop();
     cmd.args([
         "--headless",
         "--format",
@@ -163,7 +156,7 @@ fn a_recording_keeps_the_stacks_for_the_report() {
     let t = support::PyTrainer::start(&["--workers", "1", "--hot-ms", "60", "--wait-ms", "10"]);
     let cfg = support::fast_stacks_config(t.dir.path());
     let rec = t.dir.path().join("run.jsonl");
-    let mut cmd = steptop();
+    let mut cmd = support::steptop();
     cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
         .arg(&cfg)
         .arg("--record")
@@ -173,7 +166,7 @@ fn a_recording_keeps_the_stacks_for_the_report() {
         serde_json::from_str::<Value>(l)
             .is_ok_and(|v| v["stacks"]["main"]["samples"].as_u64() >= Some(40))
     });
-    let out = steptop()
+    let out = support::steptop()
         .args(["report", "--format", "json"])
         .arg(&rec)
         .output()
@@ -194,7 +187,7 @@ fn a_recording_keeps_the_stacks_for_the_report() {
         "{functions:?}"
     );
     for format in ["text", "markdown", "html"] {
-        let out = steptop()
+        let out = support::steptop()
             .args(["report", "--format", format])
             .arg(&rec)
             .output()
@@ -203,7 +196,7 @@ fn a_recording_keeps_the_stacks_for_the_report() {
         assert!(text.contains("_generate_targets"), "{format}: {text}");
     }
     // compare puts a recorded run's top function beside another run's.
-    let out = steptop()
+    let out = support::steptop()
         .args(["compare", "--format", "text"])
         .arg(&rec)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/python_hotspot/run.jsonl"))
@@ -231,7 +224,7 @@ fn a_process_steptop_may_not_read_gets_a_sentence_not_py_spys_error() {
             .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
         (c, t.pid())
     } else {
-        (steptop(), "1".to_string())
+        (support::steptop(), "1".to_string())
     };
     cmd.args(["probe", "--once", "--format", "json", "--pid", &pid]);
     let lines = lines_until(cmd, Duration::from_secs(30), |_| true);
@@ -284,7 +277,7 @@ fn each_ranks_main_thread_is_told_apart_under_a_launcher() {
         .collect();
     assert_eq!(pids.len(), 2, "{pids:?}");
     let cfg = support::fast_stacks_config(dir.path());
-    let mut cmd = steptop();
+    let mut cmd = support::steptop();
     cmd.args([
         "probe",
         "--format",
@@ -340,7 +333,7 @@ fn a_wait_at_a_line_that_syncs_is_the_gpu() {
         "60",
     ]);
     let cfg = support::fast_stacks_config(t.dir.path());
-    let mut cmd = steptop();
+    let mut cmd = support::steptop();
     cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
         .arg(&cfg);
     let lines = lines_until(cmd, Duration::from_secs(30), |l| {

@@ -12,6 +12,9 @@
 //!
 //! `cargo bench --bench idle_cost` (needs tmux).
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -85,21 +88,6 @@ fn line(step: u64, total: u64) -> String {
     )
 }
 
-/// CPU seconds (user + system) the process has used.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: f64 = fields
-        .get(11..13)
-        .map(|f| f.iter().filter_map(|x| x.parse::<f64>().ok()).sum())
-        .unwrap_or(0.0);
-    // USER_HZ is 100 on every Linux this runs on.
-    ticks / 100.0
-}
-
 fn status_kib(pid: u32, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
@@ -110,11 +98,6 @@ fn status_kib(pid: u32, key: &str) -> u64 {
 
 fn size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn env_or(key: &str, default: u64) -> u64 {
@@ -158,16 +141,16 @@ fn idle(bin: &str) {
     }
     let (mut cpu, mut bytes) = (Vec::new(), Vec::new());
     for _ in 0..seconds / 10 {
-        let (c0, b0, t0) = (cpu_seconds(pid), size(&capture), Instant::now());
-        let (hc0, hb0) = (htop_pid.map(cpu_seconds), size(&htop_capture));
+        let (c0, b0, t0) = (support::cpu_seconds(pid), size(&capture), Instant::now());
+        let (hc0, hb0) = (htop_pid.map(support::cpu_seconds), size(&htop_capture));
         for _ in 0..10 {
             tick(&mut step);
         }
         let dt = t0.elapsed().as_secs_f64();
-        cpu.push(100.0 * (cpu_seconds(pid) - c0) / dt);
+        cpu.push(100.0 * (support::cpu_seconds(pid) - c0) / dt);
         bytes.push((size(&capture) - b0) as f64 / dt);
         if let (Some(hp), Some(hc0)) = (htop_pid, hc0) {
-            htop_cpu.push(100.0 * (cpu_seconds(hp) - hc0) / dt);
+            htop_cpu.push(100.0 * (support::cpu_seconds(hp) - hc0) / dt);
             htop_bytes.push((size(&htop_capture) - hb0) as f64 / dt);
         }
     }
@@ -181,12 +164,12 @@ fn idle(bin: &str) {
     println!(
         "idle at {WIDTH}x{HEIGHT}, one step per second, {} windows of 10 s: CPU median {:.3}% of one core (windows {}), terminal output median {:.0} B/s (windows {}), RSS {:.1} MiB (peak {:.1} MiB)",
         cpu.len(),
-        median(cpu.clone()),
+        support::median(cpu.clone()),
         cpu.iter()
             .map(|c| format!("{c:.2}"))
             .collect::<Vec<_>>()
             .join(" "),
-        median(bytes.clone()),
+        support::median(bytes.clone()),
         bytes
             .iter()
             .map(|b| format!("{b:.0}"))
@@ -198,10 +181,10 @@ fn idle(bin: &str) {
     match htop_pid {
         Some(_) => println!(
             "htop beside it, same windows: CPU median {:.3}% of one core, terminal output median {:.0} B/s (steptop/htop: {:.2}x the bytes, {:.2}x the CPU)",
-            median(htop_cpu.clone()),
-            median(htop_bytes.clone()),
-            median(bytes.clone()) / median(htop_bytes.clone()).max(1.0),
-            median(cpu.clone()) / median(htop_cpu.clone()).max(1e-9),
+            support::median(htop_cpu.clone()),
+            support::median(htop_bytes.clone()),
+            support::median(bytes.clone()) / support::median(htop_bytes.clone()).max(1.0),
+            support::median(cpu.clone()) / support::median(htop_cpu.clone()).max(1e-9),
         ),
         None => println!("htop is not installed: no side-by-side reference (apt-get install htop)"),
     }

@@ -13,31 +13,9 @@ use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 3;
 
-/// CPU seconds (user + system) of `pid` so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15; USER_HZ is 100 on every Linux.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// Steps the trainer has logged.
 fn steps(log: &std::path::Path) -> usize {
     std::fs::read_to_string(log).map_or(0, |t| t.lines().count())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -83,10 +61,14 @@ fn main() {
             let mut child = cmd.spawn().expect("steptop runs");
             // Past the start (the first reading, attaching to the processes).
             std::thread::sleep(Duration::from_secs(3));
-            let (cpu0, steps0, at0) = (cpu_seconds(child.id()), steps(&t.log()), Instant::now());
+            let (cpu0, steps0, at0) = (
+                support::cpu_seconds(child.id()),
+                steps(&t.log()),
+                Instant::now(),
+            );
             std::thread::sleep(Duration::from_secs(seconds));
             let wall = at0.elapsed().as_secs_f64();
-            let used = cpu_seconds(child.id()) - cpu0;
+            let used = support::cpu_seconds(child.id()) - cpu0;
             let stepped = (steps(&t.log()) - steps0) as f64;
             let _ = child.kill();
             let _ = child.wait();
@@ -100,8 +82,14 @@ fn main() {
             );
         }
     }
-    let (base_cpu, base_rate) = (median(results[0].1.clone()), median(results[0].2.clone()));
-    let (cpu, rate) = (median(results[1].1.clone()), median(results[1].2.clone()));
+    let (base_cpu, base_rate) = (
+        support::median(results[0].1.clone()),
+        support::median(results[0].2.clone()),
+    );
+    let (cpu, rate) = (
+        support::median(results[1].1.clone()),
+        support::median(results[1].2.clone()),
+    );
     println!(
         "  median --no-stacks: steptop {base_cpu:.2}% of a core, trainer {base_rate:.2} steps/s"
     );

@@ -377,3 +377,37 @@ pub fn fast_stacks_config(dir: &Path) -> PathBuf {
     .expect("config");
     path
 }
+
+/// The steptop binary with no user config: `$STEPTOP_CONFIG` unset and a config directory
+/// that does not exist, so a test sees the defaults whoever runs it.
+#[allow(dead_code)]
+pub fn steptop() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    c.env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
+    c
+}
+
+/// CPU seconds (user + system) process `pid` has used, from /proc/PID/stat.
+#[allow(dead_code)]
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = fields
+        .get(11..13)
+        .map(|f| f.iter().filter_map(|x| x.parse::<f64>().ok()).sum())
+        .unwrap_or(0.0);
+    // utime and stime; USER_HZ is 100 on every Linux this runs on.
+    ticks / 100.0
+}
+
+/// The middle value (the upper one of an even count).
+#[allow(dead_code)]
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
