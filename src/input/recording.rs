@@ -10,11 +10,11 @@
 //! {"kind":"line","t":1795253385.04,"file":"train.log","text":"step 10/8880 | loss=0.5"}
 //! {"kind":"sample","sample":{"time":1795253385.1,"gpus":[...],"host":{...},...}}
 //! {"kind":"frames","frames":[{"id":0,"function":"train","file":"train.py","path":"/w/train.py"}]}
-//! {"kind":"stack","time":1795253385.2,"pid":812,"role":"main","active":true,"gil":true,"frames":[[0,42]]}
+//! {"kind":"stack","time":1795253385.2,"pid":812,"role":"main","active":true,"gil":true,"ids":[[0,42]]}
 //! {"kind":"stacks","stacks":{"kind":"refused","time":1795253385.2,"pid":813,"why":"..."}}
 //! ```
 //!
-//! A stack sample names its frames by number (`[id, line]`, innermost first): each frame's
+//! A stack sample names its frames by number (`ids`: `[id, line]`, innermost first): each frame's
 //! function and file are written once, in a `frames` entry before the first sample that
 //! uses them, so that a long recording does not repeat the same paths four times a second.
 //! `read` gives the samples back whole, as `Stacks` entries.
@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::error::Error;
 use crate::model::sample::Sample;
-use crate::model::stacks::{PyFrame, Role, StackReading, StackSample};
+use crate::model::stacks::{PyFrame, StackReading, StackSample};
 use crate::monitor::msg::Msg;
 
 /// Bumped when an entry changes meaning; a reader refuses versions it does not know.
@@ -58,16 +58,11 @@ pub enum Entry {
     Frames {
         frames: Vec<FrameDef>,
     },
-    /// A stack sample with its frames by id and line (only in the file).
+    /// A stack sample without its frames, which it names by id and line (only in the file).
     Stack {
-        time: f64,
-        pid: u32,
-        role: Role,
-        active: bool,
-        gil: bool,
-        frames: Vec<(u32, u32)>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        code: Option<String>,
+        #[serde(flatten)]
+        sample: StackSample,
+        ids: Vec<(u32, u32)>,
     },
 }
 
@@ -186,15 +181,9 @@ impl Recorder {
         if !new.is_empty() {
             self.write(&Entry::Frames { frames: new })?;
         }
-        self.write(&Entry::Stack {
-            time: s.time,
-            pid: s.pid,
-            role: s.role,
-            active: s.active,
-            gil: s.gil,
-            frames: ids,
-            code: s.code.clone(),
-        })
+        let mut sample = s.clone();
+        sample.frames.clear();
+        self.write(&Entry::Stack { sample, ids })
     }
 
     pub fn write(&mut self, entry: &Entry) -> Result<(), Error> {
@@ -258,16 +247,8 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
             Entry::Header { .. } => return Err(at(n, "a second header".into())),
             _ if n == 1 => return Err(at(n, "no recording header on the first line".into())),
             Entry::Frames { frames } => table.extend(frames.into_iter().map(|f| (f.id, f))),
-            Entry::Stack {
-                time,
-                pid,
-                role,
-                active,
-                gil,
-                frames,
-                code,
-            } => {
-                let frames = frames
+            Entry::Stack { mut sample, ids } => {
+                sample.frames = ids
                     .iter()
                     .map(|&(id, line)| {
                         let f = table.get(&id).ok_or_else(|| {
@@ -281,15 +262,6 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Entry, u64)) -> Result<(), Error> 
                         })
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
-                let sample = StackSample {
-                    time,
-                    pid,
-                    role,
-                    active,
-                    gil,
-                    frames,
-                    code,
-                };
                 each(
                     Entry::Stacks {
                         stacks: Box::new(StackReading::Sample(sample)),
@@ -320,7 +292,7 @@ mod tests {
         let sample = |time, frames| StackSample {
             time,
             pid: 7,
-            role: Role::Main,
+            role: crate::model::stacks::Role::Main,
             active: true,
             gil: true,
             frames,
@@ -352,7 +324,7 @@ mod tests {
         std::fs::write(
             &path,
             "{\"kind\":\"header\",\"steptop_recording\":1}\n{\"kind\":\"stack\",\"time\":1.0,\
-             \"pid\":7,\"role\":\"main\",\"active\":true,\"gil\":true,\"frames\":[[5,3]]}\n",
+             \"pid\":7,\"role\":\"main\",\"active\":true,\"gil\":true,\"ids\":[[5,3]]}\n",
         )
         .expect("write");
         let e = read(&path, &mut |_, _| {}).expect_err("an undefined frame");

@@ -64,7 +64,9 @@ pub struct StackSample {
     pub active: bool,
     /// Whether it held the GIL.
     pub gil: bool,
-    /// Its Python frames, innermost first, at most `FRAMES_KEPT`.
+    /// Its Python frames, innermost first, at most `FRAMES_KEPT` (a recording writes them
+    /// apart, by id).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frames: Vec<PyFrame>,
     /// The source line the thread waited at, when it waited in a call from the user's own
     /// code (`loss.item()`): what it waits for.
