@@ -1,6 +1,6 @@
 //! One process's Python stacks through py-spy's `PythonSpy`, never blocking the target: the
 //! trainer is not paused (a paused 32-thread trainer lost 46% of its throughput at 100 Hz),
-//! so a sample now and then reads a frame that moved and fails; it is dropped and counted.
+//! so a sample now and then reads a frame that moved and fails; it is dropped.
 //! Only the main thread's stack is kept (the training loop, or a worker's fetch loop), and of
 //! it the frames that place it (`frames_needed`).
 
@@ -17,8 +17,6 @@ pub struct Spy {
     spy: PythonSpy,
     pub pid: u32,
     pub role: Role,
-    /// Samples that failed (a frame moved while it was read).
-    pub failed: u64,
     /// Source lines read so far, by file and line: a training loop waits at the same few.
     lines: HashMap<(String, u32), Option<String>>,
 }
@@ -50,7 +48,6 @@ impl Spy {
             spy,
             pid,
             role,
-            failed: 0,
             lines: HashMap::new(),
         })
     }
@@ -67,10 +64,7 @@ impl Spy {
         let traces = match contained(|| self.spy.get_stack_traces()) {
             None => return Err(Broken),
             Some(Ok(t)) => t,
-            Some(Err(_)) => {
-                self.failed += 1;
-                return Ok(None);
-            }
+            Some(Err(_)) => return Ok(None),
         };
         Ok(self.main_sample(&traces, time))
     }
