@@ -72,7 +72,7 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         let s = match msg {
             msg::Msg::Sample(s) => s,
             msg::Msg::Stacks(reading) => {
-                stacks.apply(&reading);
+                stacks.apply(*reading);
                 continue;
             }
             msg::Msg::InputStopped { reason } => return Err(Error::Runtime(reason)),

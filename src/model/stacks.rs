@@ -360,23 +360,20 @@ pub struct FunctionShare {
 
 impl Stacks {
     /// Folds in one reading: a sample, or why a process cannot be sampled.
-    pub fn apply(&mut self, reading: &StackReading) {
+    pub fn apply(&mut self, reading: StackReading) {
         match reading {
             StackReading::Sample(s) => self.add(s),
             StackReading::Refused { pid, why, .. } => {
-                self.refusals.insert(*pid, why.clone());
+                self.refusals.insert(pid, why);
             }
             StackReading::Note { pid, text, .. } => {
-                self.notes.insert(*pid, text.clone());
+                self.notes.insert(pid, text);
             }
         }
     }
 
-    pub fn add(&mut self, s: &StackSample) {
-        if s.role == Role::Main {
-            self.last_main = Some(s.clone());
-        }
-        let (place, user, own) = classify(s);
+    pub fn add(&mut self, s: StackSample) {
+        let (place, user, own) = classify(&s);
         self.kept.push_back(Kept {
             time: s.time,
             pid: s.pid,
@@ -395,6 +392,9 @@ impl Stacks {
                 .is_some_and(|k| k.time < s.time - KEPT_SECONDS)
         {
             self.kept.pop_front();
+        }
+        if s.role == Role::Main {
+            self.last_main = Some(s);
         }
     }
 
@@ -687,7 +687,7 @@ mod tests {
             };
             let mut s = sample(Role::Main, active, frames);
             s.time = f64::from(i);
-            st.add(&s);
+            st.add(s);
         }
         let sh = st.shares(Role::Main, 60.0);
         assert_eq!(sh.samples, 10);
@@ -698,7 +698,7 @@ mod tests {
         let mut other = sample(Role::Main, true, vec![train.clone()]);
         other.pid = 2;
         other.time = 9.5;
-        st.add(&other);
+        st.add(other);
         let ranks = st.rank_shares(60.0);
         assert_eq!(
             ranks

@@ -101,7 +101,7 @@ impl Monitor {
                 true
             }
             Msg::Stacks(reading) => {
-                self.model.stacks.apply(&reading);
+                self.model.stacks.apply(*reading);
                 true
             }
             Msg::InputStopped { reason } => {

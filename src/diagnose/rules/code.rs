@@ -230,7 +230,7 @@ mod tests {
             } else {
                 (false, vec![frame("main")])
             };
-            m.stacks.apply(&StackReading::Sample(StackSample {
+            m.stacks.apply(StackReading::Sample(StackSample {
                 time: 1000.0 + i as f64,
                 pid: 7,
                 role: Role::Main,
@@ -286,7 +286,7 @@ mod tests {
             path: path.into(),
             line: 3,
         };
-        m.stacks.apply(&StackReading::Sample(StackSample {
+        m.stacks.apply(StackReading::Sample(StackSample {
             time: 1.0,
             pid: 7,
             role: Role::Main,
