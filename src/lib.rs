@@ -46,6 +46,7 @@ pub use input::tail::follow as tail;
 pub use input::{
     FILES_FOLLOWED, FollowOptions, InputSpec, LineSplitter, MAX_LINE_BYTES, TailEvent, read_lines,
 };
+pub use model::job::{JobIdentity, NodeIdentity};
 pub use model::{Model, ModelConfig};
 pub use monitor::Monitor;
 pub use monitor::keys::{Key, KeyCode, Mods, UiEvent};

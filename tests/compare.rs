@@ -239,7 +239,7 @@ fn a_baseline_ratio_reaches_status_lines_and_metrics() {
     let r = status.vs_baseline.expect("a ratio");
     assert!((r - 29.12 / 29.81).abs() < 0.002, "{r}");
     assert!(steptop::testing::status_text(&status).contains("-2% vs baseline"));
-    let text = steptop::exposition(&m, None);
+    let text = steptop::exposition(&m, &steptop::NodeIdentity::default());
     let line = text
         .lines()
         .find(|l| l.starts_with("steptop_baseline_ratio{figure=\"samples_per_s\"}"))

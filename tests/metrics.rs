@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod support;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -22,12 +24,39 @@ struct Served {
     addr: String,
 }
 
+/// The variables of a job's scheduler and launcher, which label the series: none of the
+/// test's own (it may run inside a Slurm job) reach a steptop unless a test sets them.
+const JOB_VARS: [&str; 11] = [
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+];
+
 impl Served {
     fn start(log: &Path) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        Served::start_with(log, &["--no-probe"], &[])
+    }
+
+    /// With more options, and these variables in its environment.
+    fn start_with(log: &Path, args: &[&str], env: &[(&str, &str)]) -> Served {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+        for var in JOB_VARS {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd
+            .envs(env.iter().copied())
             .env_remove("STEPTOP_CONFIG")
             .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
-            .args(["--headless", "--no-probe", "--host", "node7"])
+            .args(["--headless", "--host", "node7"])
+            .args(args)
             // A bare port: loopback, unless an address says otherwise.
             .args(["--metrics-addr", "0"])
             .arg(log)
@@ -213,6 +242,56 @@ fn a_real_client_scrapes_an_exposition_promtool_accepts() {
         p50 > 0.1 && p50 < 0.3,
         "the fixture's steps are 170-250 ms: {p50}"
     );
+}
+
+#[test]
+fn the_jobs_scheduler_and_launcher_variables_label_every_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let text = fixture_log();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&log, lines[..100].join("\n") + "\n").unwrap();
+    // steptop's own environment: `srun steptop ...` inside the job, one task a node.
+    let slurm = [
+        ("SLURM_JOB_ID", "4180321"),
+        ("SLURM_JOB_NAME", "llama-8b"),
+        ("SLURM_NODEID", "3"),
+        ("SLURM_PROCID", "3"),
+        ("SLURM_NTASKS", "16"),
+    ];
+    let s = Served::start_with(&log, &["--no-probe"], &slurm);
+    let labels =
+        r#"host="node7",job_id="4180321",job_name="llama-8b",node_rank="3",process_rank="3""#;
+    let body = s.scrape_until("step 99 with the job's labels", |b| {
+        value(b, &format!("steptop_step{{{labels}}}")) == Some(99.0)
+    });
+    assert_eq!(
+        value(&body, &format!("steptop_job_world_size{{{labels}}}")),
+        Some(16.0)
+    );
+
+    // The trainer's environment, read from /proc: torchrun's variables, steptop outside the
+    // job; its environment comes before steptop's own.
+    let trainer = support::PyTrainer::start_with_env(
+        &["--seconds", "60"],
+        &[
+            ("TORCHELASTIC_RUN_ID", "exp42"),
+            ("GROUP_RANK", "1"),
+            ("RANK", "9"),
+            ("LOCAL_RANK", "1"),
+            ("WORLD_SIZE", "16"),
+        ],
+    );
+    let pid = trainer.pid();
+    let s = Served::start_with(
+        &trainer.log(),
+        &["--pid", &pid, "--no-stacks", "--interval", "200ms"],
+        &[("SLURM_JOB_NAME", "outer")],
+    );
+    let labels = r#"host="node7",job_id="exp42",job_name="outer",node_rank="1",process_rank="9",local_rank="1""#;
+    s.scrape_until("the trainer's job labels", |b| {
+        value(b, &format!("steptop_job_world_size{{{labels}}}")) == Some(16.0)
+    });
 }
 
 #[test]

@@ -534,7 +534,7 @@ fn tokens_and_mfu_reach_every_sink() {
     assert!(header.contains("MFU 3"), "{header}");
     let status = steptop::testing::Status::of(&m, 0.0);
     assert!(status.tokens_per_s.is_some_and(|t| t > 100_000.0));
-    let exposition = steptop::exposition(&m, None);
+    let exposition = steptop::exposition(&m, &steptop::NodeIdentity::default());
     assert!(
         exposition
             .lines()

@@ -12,6 +12,7 @@ use crate::common::error::Error;
 use crate::diagnose;
 use crate::input::replay;
 use crate::input::{FollowOptions, InputSpec, follow};
+use crate::model::job::{JobIdentity, NodeIdentity};
 use crate::monitor;
 use crate::monitor::msg::{self, Msg};
 use crate::probe;
@@ -105,14 +106,24 @@ pub(super) fn sink(
     config: Config,
     feeding: Feeding,
 ) -> Result<(), Error> {
-    let host = match &out.host {
-        Some(h) => Some(h.clone()),
-        None if matches!(feeding.mode, Mode::Replay { .. }) => None,
-        None => Some(host_name()),
+    // A replayed run may come from another machine and job: its host is the one given, and
+    // its job the one its recording read from the trainer.
+    let replay = matches!(feeding.mode, Mode::Replay { .. });
+    let node = NodeIdentity {
+        host: match &out.host {
+            Some(h) => Some(h.clone()),
+            None if replay => None,
+            None => Some(host_name()),
+        },
+        own_job: if replay {
+            JobIdentity::default()
+        } else {
+            probe::environ::own_job()
+        },
     };
     let metrics = match out.metrics_addr {
         Some(addr) => {
-            let endpoint = metrics::Endpoint::new(host.as_deref());
+            let endpoint = metrics::Endpoint::new(node.clone());
             let bound = metrics::server::serve(addr, endpoint.clone())?;
             // On stderr: stdout is headless lines. With port 0 this is how to find the port.
             eprintln!("steptop: metrics on http://{bound}/metrics");
@@ -143,7 +154,7 @@ pub(super) fn sink(
                     Mode::Replay { from, .. } => from,
                     Mode::Live => None,
                 },
-                host,
+                node,
                 metrics,
             },
             mon,

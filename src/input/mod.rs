@@ -8,6 +8,7 @@
 pub mod file;
 pub mod follow;
 pub mod ingest;
+pub mod prometheus;
 pub mod recording;
 pub mod replay;
 pub mod spec;

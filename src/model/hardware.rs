@@ -30,6 +30,8 @@ pub struct Hardware {
     notes_said: Vec<String>,
     /// The node over the whole run, decimated: what the HTML report draws.
     pub curves: NodeCurves,
+    /// The job the trainer's environment named last (kept after it exits).
+    pub job: Option<crate::model::job::JobIdentity>,
 }
 
 /// The node's readings over the whole run: the GPUs' mean utilization, their summed power and
@@ -91,6 +93,11 @@ impl Hardware {
     pub fn apply(&mut self, s: Sample) -> Vec<GpuChange> {
         self.samples += 1;
         self.first_time.get_or_insert(s.time);
+        if let Some(job) = s.trainer.as_ref().and_then(|t| t.job.as_ref())
+            && self.job.as_ref() != Some(job)
+        {
+            self.job = Some(job.clone());
+        }
         let mut changes = Vec::new();
         for g in &s.gpus {
             // The id follows from the key: written once, when the device is first seen.

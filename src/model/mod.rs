@@ -11,6 +11,7 @@ pub mod breakdown;
 pub mod cache;
 pub mod counters;
 pub mod hardware;
+pub mod job;
 pub mod log_lines;
 pub mod ranks;
 pub mod run;

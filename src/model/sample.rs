@@ -148,6 +148,10 @@ pub struct TrainerReading {
     /// this one included, by pid. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<u32>,
+    /// The job, node and rank its environment names (Slurm's and the launcher's variables);
+    /// node-level (no process rank) when it is one of several ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<crate::model::job::JobIdentity>,
     pub command: String,
     pub state: Option<String>,
     /// CPU of the process itself (all its threads), in % of one core.

@@ -4,6 +4,7 @@
 //! `Sample`; `spawn` runs it on its own thread at the chosen interval and sends each sample
 //! into the inbox, and tells the `stacks` thread which processes' Python stacks to sample.
 
+pub mod environ;
 pub mod gpu;
 pub mod host;
 mod launcher;

@@ -16,7 +16,8 @@ use super::gpu::{self, GpuProbe};
 use super::host::HostProbe;
 use super::process::TreeProbe;
 use super::stacks::{self, StackOptions, Targets};
-use super::{GpuReading, Sample, TrainerReading, trainer};
+use super::{GpuReading, Sample, TrainerReading, environ, trainer};
+use crate::model::job::JobIdentity;
 use crate::monitor::msg::{Msg, unix_now};
 
 /// What to read, and how often.
@@ -72,6 +73,8 @@ pub struct Sampler<'n> {
     ours: HashMap<u32, bool>,
     /// When to look for the log's writer again while no trainer is known.
     discovery: Backoff,
+    /// The job identity read from the trainer's environment, by its pid (read once).
+    job: Option<(u32, Option<JobIdentity>)>,
 }
 
 /// Looking for a log's writer reads every process's descriptors: milliseconds on a busy
@@ -126,6 +129,7 @@ impl<'n> Sampler<'n> {
             gpu_processes: Vec::new(),
             ours: HashMap::new(),
             discovery: Backoff::default(),
+            job: None,
         }
     }
 
@@ -176,7 +180,21 @@ impl<'n> Sampler<'n> {
         if slow && let Some(t) = &s.trainer {
             self.number_as_the_trainer(t.pid);
         }
+        if let Some(t) = &mut s.trainer {
+            t.job = self.job_of(t);
+        }
         s
+    }
+
+    /// The trainer's job identity, read from its environment once per trainer.
+    fn job_of(&mut self, t: &TrainerReading) -> Option<JobIdentity> {
+        if self.job.as_ref().is_none_or(|(pid, _)| *pid != t.pid) {
+            let job = environ::job_of(&self.opts.proc_root, t.pid)
+                .filter(|j| !j.is_empty())
+                .map(|j| if t.ranks.len() > 1 { j.node_level() } else { j });
+            self.job = Some((t.pid, job));
+        }
+        self.job.as_ref().and_then(|(_, j)| j.clone())
     }
 
     /// Under `--gpus cuda`, once the trainer is known, its CUDA_VISIBLE_DEVICES numbers the

@@ -23,7 +23,7 @@ fn main() {
     let mut bytes = 0;
     for _ in 0..500 {
         let t = Instant::now();
-        let text = steptop::exposition(&mon, Some("node1"));
+        let text = steptop::exposition(&mon, &node1());
         micros.push(t.elapsed().as_secs_f64() * 1e6);
         bytes = text.len();
     }
@@ -39,7 +39,7 @@ fn main() {
         micros[250], micros[475]
     );
 
-    let endpoint = steptop::Endpoint::new(Some("node1"));
+    let endpoint = steptop::Endpoint::new(node1());
     endpoint.publish(&mon);
     let addr =
         steptop::serve_metrics("127.0.0.1:0".parse().expect("addr"), endpoint).expect("listen");
@@ -59,4 +59,11 @@ fn main() {
         "  scrape over loopback: median {:.0} µs, p95 {:.0} µs (200 runs)",
         scrape[100], scrape[190]
     );
+}
+
+fn node1() -> steptop::NodeIdentity {
+    steptop::NodeIdentity {
+        host: Some("node1".into()),
+        ..Default::default()
+    }
 }

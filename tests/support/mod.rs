@@ -314,6 +314,11 @@ pub struct PyTrainer {
 #[allow(dead_code)]
 impl PyTrainer {
     pub fn start(args: &[&str]) -> PyTrainer {
+        PyTrainer::start_with_env(args, &[])
+    }
+
+    /// Started with these variables added to its environment (a scheduler's, a launcher's).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> PyTrainer {
         let dir = tempfile::tempdir().expect("tempdir");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/pytrainer.py");
         // Its own process group: the workers go with it, whatever ends the test.
@@ -325,6 +330,7 @@ impl PyTrainer {
             .arg("--truth")
             .arg(dir.path().join("truth.json"))
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -90,16 +90,10 @@ impl CudaEnv {
     /// A process's environment as /proc/PID/environ holds it (NUL-separated); None when it
     /// cannot be read (another user's process).
     pub fn of_process(proc_root: &std::path::Path, pid: u32) -> Option<Self> {
-        let raw = std::fs::read(proc_root.join(pid.to_string()).join("environ")).ok()?;
-        let var = |name: &str| {
-            raw.split(|b| *b == 0).find_map(|kv| {
-                let value = kv.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
-                Some(String::from_utf8_lossy(value).into_owned())
-            })
-        };
+        let env = crate::probe::environ::Environ::of_process(proc_root, pid)?;
         Some(CudaEnv {
-            visible: var("CUDA_VISIBLE_DEVICES"),
-            order: var("CUDA_DEVICE_ORDER"),
+            visible: env.var("CUDA_VISIBLE_DEVICES"),
+            order: env.var("CUDA_DEVICE_ORDER"),
             trainer: Some(pid),
         })
     }

@@ -10,6 +10,7 @@ use crate::common::units::{clock, ms, num, pct};
 use crate::diagnose::{Alert, Change, ChangeKind, Severity};
 use crate::model::baseline::{change, ratio};
 use crate::model::breakdown::Over;
+use crate::model::job::JobIdentity;
 use crate::monitor::Monitor;
 
 /// Bumped on any change a consumer of the JSON lines would notice.
@@ -19,6 +20,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Origin {
     pub host: Option<String>,
+    /// The job, node and process rank from Slurm's and the launcher's variables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobIdentity>,
     /// The log file and line, for a change a log line caused; null for a hardware sample.
     pub file: Option<String>,
     pub line: Option<u64>,

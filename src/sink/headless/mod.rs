@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crate::common::error::Error;
 use crate::diagnose::{ChangeKind, Severity};
 use crate::model::Stamp;
+use crate::model::job::{JobIdentity, NodeIdentity};
 use crate::monitor::Monitor;
 use crate::monitor::keys::UiEvent;
 use crate::monitor::msg::Msg;
@@ -48,8 +49,8 @@ pub struct Headless {
     pub replay: bool,
     /// Changes before this step are not printed (`replay --from`).
     pub from: Option<u64>,
-    /// The machine named in each line's origin; none in a replay unless given.
-    pub host: Option<String>,
+    /// The machine (none in a replay unless given) and the job named in each line's origin.
+    pub node: NodeIdentity,
     pub metrics: Option<Publisher>,
 }
 
@@ -173,9 +174,9 @@ impl Sink {
             Msg::InputStopped { reason } => return Err(Error::Runtime(reason)),
             Msg::Lines(lines) => {
                 // Each line's changes are printed with its own origin and replayed time.
-                let host = self.opts.host.clone();
+                let node = self.opts.node.clone();
                 mon.lines(*lines, &mut |mon, head| {
-                    let origin = || line_origin(&host, mon, &head.stamp);
+                    let origin = || line_origin(&node, mon, &head.stamp);
                     self.after(mon, Some(head.stamp.time), &origin);
                 });
                 if let Some(m) = &mut self.opts.metrics {
@@ -255,9 +256,10 @@ impl Sink {
     /// The file and line of a log message, or none for a sample.
     fn origin(&self, mon: &Monitor, msg: &Msg) -> Origin {
         match msg {
-            Msg::Line { stamp, .. } => line_origin(&self.opts.host, mon, stamp),
+            Msg::Line { stamp, .. } => line_origin(&self.opts.node, mon, stamp),
             _ => Origin {
-                host: self.opts.host.clone(),
+                host: self.opts.node.host.clone(),
+                job: job_of(&self.opts.node, mon),
                 ..Origin::default()
             },
         }
@@ -340,10 +342,16 @@ impl Sink {
     }
 }
 
-/// The host, file, line and rank of the line stamped `stamp`.
-fn line_origin(host: &Option<String>, mon: &Monitor, stamp: &Stamp) -> Origin {
+/// The job the node's trainer runs in, when anything is known of it.
+fn job_of(node: &NodeIdentity, mon: &Monitor) -> Option<JobIdentity> {
+    Some(node.job(mon.model.hardware.job.as_ref())).filter(|j| !j.is_empty())
+}
+
+/// The host, job, file, line and rank of the line stamped `stamp`.
+fn line_origin(node: &NodeIdentity, mon: &Monitor, stamp: &Stamp) -> Origin {
     Origin {
-        host: host.clone(),
+        host: node.host.clone(),
+        job: job_of(node, mon),
         file: mon.sources.get(stamp.source).map(|s| s.path.clone()),
         line: Some(stamp.line),
         rank: Some(stamp.rank),

@@ -19,29 +19,30 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::diagnose::Severity;
 use crate::diagnose::rules::RULES;
 use crate::model::breakdown::Over;
+use crate::model::job::NodeIdentity;
 use crate::monitor::Monitor;
 
 /// The latest exposition, shared between the loop that writes it and the scrapers.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    host: Option<Arc<str>>,
+    node: Arc<NodeIdentity>,
     text: Arc<Mutex<Arc<String>>>,
 }
 
 impl Endpoint {
-    /// An endpoint whose series are labelled with `host` (if any); it serves the figures of
-    /// an empty run until the first publish.
-    pub fn new(host: Option<&str>) -> Endpoint {
-        let empty = exposition(&Monitor::new(Default::default(), Default::default()), host);
+    /// An endpoint whose series are labelled with the node's host and job (what is known);
+    /// it serves the figures of an empty run until the first publish.
+    pub fn new(node: NodeIdentity) -> Endpoint {
+        let empty = exposition(&Monitor::new(Default::default(), Default::default()), &node);
         Endpoint {
-            host: host.map(Arc::from),
+            node: Arc::new(node),
             text: Arc::new(Mutex::new(Arc::new(empty))),
         }
     }
 
     /// Encodes the monitor as it stands now.
     pub fn publish(&self, mon: &Monitor) {
-        let text = Arc::new(exposition(mon, self.host.as_deref()));
+        let text = Arc::new(exposition(mon, &self.node));
         *self.text.lock().unwrap_or_else(|e| e.into_inner()) = text;
     }
 
@@ -141,12 +142,23 @@ fn ratio() -> Option<Unit> {
 }
 
 /// The exposition of `mon`: run figures, stages, ranks, GPUs, host, trainer, and every rule's
-/// alert state, each series labelled `host` when there is one.
-pub fn exposition(mon: &Monitor, host: Option<&str>) -> String {
-    let labels = host.map(|h| (Cow::Borrowed("host"), Cow::Owned(h.to_string())));
+/// alert state, each series labelled with the node's `host` and its job's `job_id`,
+/// `job_name`, `node_rank`, `process_rank` and `local_rank`, those that are known.
+pub fn exposition(mon: &Monitor, node: &NodeIdentity) -> String {
+    let job = node.job(mon.model.hardware.job.as_ref());
+    let host = node.host.iter().map(|h| ("host", h.clone()));
+    let labels = host
+        .chain(job.labels())
+        .map(|(k, v)| (Cow::Borrowed(k), Cow::Owned(v)));
     let mut out = Out {
-        reg: Registry::with_prefix_and_labels("steptop", labels.into_iter()),
+        reg: Registry::with_prefix_and_labels("steptop", labels),
     };
+    out.gauge(
+        "job_world_size",
+        "Processes in the job, as its launcher or Slurm says",
+        None,
+        job.world_size.map(f64::from),
+    );
     run_figures(&mut out, mon);
     hardware(&mut out, mon);
     alerts(&mut out, mon);
@@ -180,6 +192,12 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
         "Log time of the latest step (the log's clock)",
         Some(Unit::Seconds),
         g.last_time,
+    );
+    out.gauge(
+        "last_step_seen_timestamp",
+        "When the latest step came, by this machine's clock: how fresh the log is",
+        Some(Unit::Seconds),
+        m.timeline.step_clock.flatten(),
     );
     // Two gauges, not a `quantile` label: that label belongs to summaries, which these are
     // not (a rolling window, not a scrape-to-scrape aggregation).
@@ -453,6 +471,28 @@ fn alerts(out: &mut Out, mon: &Monitor) {
         "1 while the rule's alert is active at this severity",
         None,
         rows,
+    );
+    // The words of each active alert, for `steptop cluster`: they change when the alert is
+    // raised, escalated or cleared, not at every evaluation, so the series churn little.
+    let verdict = d.verdict().map(|v| v.rule);
+    let lines = |l: &[String]| l.join("\n");
+    out.family(
+        "alert_info",
+        "One series per active alert, its words in labels (lists one item a line)",
+        None,
+        d.active()
+            .map(|a| {
+                let labels = vec![
+                    ("rule", a.rule.to_string()),
+                    ("severity", a.severity.name().to_string()),
+                    ("verdict", (verdict == Some(a.rule)).to_string()),
+                    ("title", a.title.clone()),
+                    ("evidence", lines(&a.evidence)),
+                    ("actions", lines(&a.actions)),
+                ];
+                (labels, 1.0)
+            })
+            .collect(),
     );
     // A gauge that only grows rather than a counter: OpenMetrics names a counter's family
     // without `_total` and its samples with it, which Prometheus-format checkers

@@ -1,0 +1,125 @@
+//! Prometheus's HTTP API, as `steptop cluster` reads it: instant and range queries, sent as
+//! forms (a selector of many hosts outgrows a URL), with basic auth or a bearer token, over
+//! http or https. `answer` turns the JSON into typed series; this file does the I/O.
+
+pub mod answer;
+
+use std::time::Duration;
+
+use base64::Engine;
+
+pub use answer::{Answer, Point, Series};
+
+/// How a request proves who sends it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Auth {
+    #[default]
+    None,
+    Basic {
+        user: String,
+        password: String,
+    },
+    Bearer(String),
+}
+
+/// One Prometheus server.
+pub struct Prometheus {
+    agent: ureq::Agent,
+    /// The URL with no trailing slash: `/api/v1/query` is added to it.
+    base: String,
+    authorization: Option<String>,
+    /// Queries sent so far, failed ones included.
+    pub queries: u64,
+}
+
+/// The largest answer read: a range query over thousands of series stays far under it.
+const MAX_ANSWER: u64 = 256 * 1024 * 1024;
+
+impl Prometheus {
+    /// A client for `url` (`http://prom:9090`, `https://host/prometheus`); nothing is sent yet.
+    pub fn new(url: &str, auth: Auth, timeout: Duration) -> Result<Prometheus, String> {
+        let base = url.trim().trim_end_matches('/');
+        let rest = base
+            .strip_prefix("http://")
+            .or_else(|| base.strip_prefix("https://"))
+            .ok_or_else(|| {
+                format!("--prometheus {url}: not an http:// or https:// URL (try http://HOST:9090)")
+            })?;
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(format!("--prometheus {url}: the URL names no host"));
+        }
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            // Prometheus answers errors (a bad query, a timeout) in JSON with a 4xx or 5xx:
+            // they are read, not turned into a bare status.
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        let authorization = match auth {
+            Auth::None => None,
+            Auth::Basic { user, password } => Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )),
+            Auth::Bearer(token) => Some(format!("Bearer {}", token.trim())),
+        };
+        Ok(Prometheus {
+            agent,
+            base: base.to_string(),
+            authorization,
+            queries: 0,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    /// An instant query, evaluated at Prometheus's own now.
+    pub fn instant(&mut self, query: &str) -> Result<Answer, String> {
+        self.post("query", &[("query", query)])
+    }
+
+    /// A range query from `start` to `end` (Unix seconds) every `step` seconds.
+    pub fn range(&mut self, query: &str, start: f64, end: f64, step: f64) -> Result<Answer, String> {
+        let (start, end, step) = (format!("{start:.3}"), format!("{end:.3}"), format!("{step}"));
+        self.post(
+            "query_range",
+            &[
+                ("query", query),
+                ("start", &start),
+                ("end", &end),
+                ("step", &step),
+            ],
+        )
+    }
+
+    fn post(&mut self, endpoint: &str, form: &[(&str, &str)]) -> Result<Answer, String> {
+        self.queries += 1;
+        let url = format!("{}/api/v1/{endpoint}", self.base);
+        let mut req = self.agent.post(&url);
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a);
+        }
+        let mut resp = req
+            .send_form(form.iter().copied())
+            .map_err(|e| format!("{}: {e}", self.base))?;
+        let status = resp.status();
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER)
+            .lossy_utf8(true)
+            .read_to_string()
+            .map_err(|e| format!("{url}: reading the answer: {e}"))?;
+        answer::parse(&body).map_err(|e| match status.as_u16() {
+            401 | 403 => format!(
+                "{url}: HTTP {status}: Prometheus refused the credentials (set \
+                 STEPTOP_PROMETHEUS_TOKEN, or STEPTOP_PROMETHEUS_USER and \
+                 STEPTOP_PROMETHEUS_PASSWORD)"
+            ),
+            200 => format!("{url}: {e}"),
+            _ => format!("{url}: HTTP {status}: {e}"),
+        })
+    }
+}
