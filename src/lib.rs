@@ -17,6 +17,7 @@
 //! `common` serve the layers. No module imports one that imports it back (`tests/layout.rs`
 //! checks). The command is chosen here, in `run`, and nowhere else.
 
+mod cluster;
 mod commands;
 mod common;
 mod diagnose;
@@ -87,6 +88,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Command::Probe(args)) => commands::probe::run(&args),
         Some(Command::Replay(args)) => commands::replay::run(&args),
         Some(Command::Run(args)) => commands::run::run(&args),
+        Some(Command::Cluster(args)) => commands::cluster::run(&args),
         Some(Command::Config(args)) => commands::config::run(&args),
         Some(what @ (Command::Completions { .. } | Command::Man)) => {
             commands::generated::run(&what)

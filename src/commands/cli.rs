@@ -150,6 +150,10 @@ pub enum Command {
     /// log, unchanged; its Python stacks need no privileges (it is steptop's child); its exit
     /// code is steptop's. Quitting the view leaves the job running.
     Run(RunArgs),
+    /// Many nodes at once, from the Prometheus that scrapes each node's `steptop --headless
+    /// --metrics-addr` (and dcgm-exporter): which node or rank is slowest, which are
+    /// data-bound, which stopped, and whether they share one cause.
+    Cluster(ClusterArgs),
     /// Plays finished logs or a `probe --record` recording through the live monitor, in the
     /// live view or headless, at their own pace or faster.
     Replay(ReplayArgs),
@@ -164,6 +168,46 @@ pub enum Command {
     },
     /// The man page, in roff: `steptop man > ~/.local/share/man/man1/steptop.1`.
     Man,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClusterArgs {
+    /// The Prometheus to read: `http://HOST:9090`, `https://HOST/prometheus`; default: the
+    /// config file's [cluster] prometheus. Credentials come from STEPTOP_PROMETHEUS_TOKEN, or
+    /// STEPTOP_PROMETHEUS_USER and STEPTOP_PROMETHEUS_PASSWORD, or the config file.
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// Only this job's nodes: its SLURM_JOB_ID or torchrun rendezvous id (the `job_id` label).
+    #[arg(long, value_name = "ID")]
+    pub job: Option<String>,
+    /// Label matchers every query carries, as PromQL writes them: `'{cluster="a"}'`.
+    #[arg(long, value_name = "{MATCHERS}")]
+    pub selector: Option<String>,
+    /// Print the table once and exit (1 when Prometheus cannot be read).
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: a table for people, or one JSON object.
+    #[arg(long, value_enum, default_value_t = OnceFormat::Text, requires = "once")]
+    pub format: OnceFormat,
+    /// Time between refreshes of the live view.
+    #[arg(long, default_value = "5s", value_parser = parse_interval)]
+    pub interval: std::time::Duration,
+    /// Time without a new step after which a node counts as stale (and ten of its step times
+    /// at least); default: the config file's, 60s.
+    #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
+    pub stale_after: Option<std::time::Duration>,
+    /// Theme of the live view (see `steptop --help`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// Config file ([cluster] section: Prometheus, selector, credentials).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnceFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, clap::Args)]

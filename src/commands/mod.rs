@@ -4,6 +4,7 @@
 //! config and stdout for all of them.
 
 pub mod cli;
+pub mod cluster;
 pub mod compare;
 pub mod config;
 pub mod generated;

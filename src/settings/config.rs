@@ -2,7 +2,7 @@
 //! messages that name the file, the key and the problem.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +28,8 @@ pub struct ConfigFile {
     pub diagnose: DiagnoseSection,
     #[serde(default)]
     pub stacks: StacksSection,
+    #[serde(default)]
+    pub cluster: ClusterSection,
     /// `[rules.<id>]`: a rule's thresholds and timing, by key.
     #[serde(default)]
     pub rules: BTreeMap<String, BTreeMap<String, f64>>,
@@ -91,6 +93,38 @@ impl Default for StacksSection {
     }
 }
 
+/// `[cluster]`: where `steptop cluster` reads the nodes' figures, and how.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ClusterSection {
+    /// The Prometheus to read; `--prometheus` comes first. Unset by default.
+    pub prometheus: Option<String>,
+    /// Label matchers every query carries; `--selector` comes first.
+    pub selector: Option<String>,
+    /// A file holding a bearer token; STEPTOP_PROMETHEUS_TOKEN comes first.
+    pub bearer_token_file: Option<PathBuf>,
+    /// Basic auth: the user, and a file holding the password; STEPTOP_PROMETHEUS_USER and
+    /// STEPTOP_PROMETHEUS_PASSWORD come first.
+    pub basic_auth_user: Option<String>,
+    pub basic_auth_password_file: Option<PathBuf>,
+    /// Seconds without a new step after which a node counts as stale (and ten of its step
+    /// times at least); `--stale-after` comes first. Default 60.
+    pub stale_after_s: f64,
+}
+
+impl Default for ClusterSection {
+    fn default() -> Self {
+        ClusterSection {
+            prometheus: None,
+            selector: None,
+            bearer_token_file: None,
+            basic_auth_user: None,
+            basic_auth_password_file: None,
+            stale_after_s: 60.0,
+        }
+    }
+}
+
 /// `[[pattern]]`: a user's own line format.
 #[derive(Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -109,6 +143,7 @@ pub struct Config {
     pub diagnose: DiagnoseConfig,
     /// How to sample the trainer's Python stacks; None: not at all.
     pub stacks: Option<StackOptions>,
+    pub cluster: ClusterSection,
 }
 
 impl Config {
@@ -130,6 +165,7 @@ impl Config {
             patterns: Arc::default(),
             diagnose: DiagnoseConfig::default(),
             stacks: Some(StackOptions::default()),
+            cluster: ClusterSection::default(),
         }
     }
 
@@ -196,6 +232,13 @@ impl Config {
                 ),
             ));
         }
+        let stale = file.cluster.stale_after_s;
+        if !(stale > 0.0 && stale <= 86_400.0) {
+            return Err(bad(
+                "cluster.stale-after-s",
+                format!("'{stale}' is out of range: use more than 0, up to 86400"),
+            ));
+        }
         let stacks = s.enabled.then(|| StackOptions {
             main_every: Duration::from_millis(s.main_every_ms),
             worker_every: Duration::from_millis(s.worker_every_ms),
@@ -210,6 +253,7 @@ impl Config {
             patterns: Arc::new(patterns),
             diagnose,
             stacks,
+            cluster: file.cluster,
         })
     }
 }

@@ -199,12 +199,19 @@ mod tests {
         let parsed = Config::parse(DEFAULT_CONFIG, "default").expect("parses");
         let defaults = Config::default_checked();
         assert_eq!(
-            (parsed.model, parsed.poll_ms, parsed.diagnose, parsed.stacks),
+            (
+                parsed.model,
+                parsed.poll_ms,
+                parsed.diagnose,
+                parsed.stacks,
+                parsed.cluster
+            ),
             (
                 defaults.model,
                 defaults.poll_ms,
                 defaults.diagnose,
-                defaults.stacks
+                defaults.stacks,
+                defaults.cluster
             )
         );
     }

@@ -4,6 +4,8 @@
 //! Include with `mod support;` from a file in `tests/`, or with
 //! `#[path = "../support/mod.rs"] mod support;` from one in `tests/benches/`.
 
+pub mod tmux;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

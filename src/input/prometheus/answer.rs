@@ -93,7 +93,12 @@ pub fn parse(body: &str) -> Result<Answer, String> {
                         .value
                         .into_iter()
                         .chain(s.values)
-                        .filter_map(|(time, v)| Some(Point { time, value: number(&v)? }))
+                        .filter_map(|(time, v)| {
+                            Some(Point {
+                                time,
+                                value: number(&v)?,
+                            })
+                        })
                         .collect(),
                     labels: s.metric,
                 })

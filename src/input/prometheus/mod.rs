@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use base64::Engine;
 
-pub use answer::{Answer, Point, Series};
+pub use answer::{Answer, Series};
 
 /// How a request proves who sends it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -28,8 +28,6 @@ pub struct Prometheus {
     /// The URL with no trailing slash: `/api/v1/query` is added to it.
     base: String,
     authorization: Option<String>,
-    /// Queries sent so far, failed ones included.
-    pub queries: u64,
 }
 
 /// The largest answer read: a range query over thousands of series stays far under it.
@@ -67,7 +65,6 @@ impl Prometheus {
             agent,
             base: base.to_string(),
             authorization,
-            queries: 0,
         })
     }
 
@@ -76,13 +73,17 @@ impl Prometheus {
     }
 
     /// An instant query, evaluated at Prometheus's own now.
-    pub fn instant(&mut self, query: &str) -> Result<Answer, String> {
+    pub fn instant(&self, query: &str) -> Result<Answer, String> {
         self.post("query", &[("query", query)])
     }
 
     /// A range query from `start` to `end` (Unix seconds) every `step` seconds.
-    pub fn range(&mut self, query: &str, start: f64, end: f64, step: f64) -> Result<Answer, String> {
-        let (start, end, step) = (format!("{start:.3}"), format!("{end:.3}"), format!("{step}"));
+    pub fn range(&self, query: &str, start: f64, end: f64, step: f64) -> Result<Answer, String> {
+        let (start, end, step) = (
+            format!("{start:.3}"),
+            format!("{end:.3}"),
+            format!("{step}"),
+        );
         self.post(
             "query_range",
             &[
@@ -94,8 +95,7 @@ impl Prometheus {
         )
     }
 
-    fn post(&mut self, endpoint: &str, form: &[(&str, &str)]) -> Result<Answer, String> {
-        self.queries += 1;
+    fn post(&self, endpoint: &str, form: &[(&str, &str)]) -> Result<Answer, String> {
         let url = format!("{}/api/v1/{endpoint}", self.base);
         let mut req = self.agent.post(&url);
         if let Some(a) = &self.authorization {

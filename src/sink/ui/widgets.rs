@@ -2,9 +2,24 @@
 //! anchored to absolute time, so a chart shifts only when a whole column of time has passed:
 //! between shifts, only the newest column is redrawn, which keeps the bytes sent over ssh low.
 
+use std::borrow::Cow;
+
+use ratatui::text::Span;
+
 use crate::common::display::{self, Tabs};
 use crate::diagnose::Severity;
-use crate::settings::theme::Role;
+use crate::settings::theme::{Role, Theme};
+
+/// Text in a role's style. Every view's text goes through here, so this is where log text is
+/// shown (see `display::shown`): a stage name with a right-to-left override cannot reorder a
+/// row.
+pub fn styled<'s>(theme: &Theme, text: impl Into<Cow<'s, str>>, role: Role) -> Span<'s> {
+    let text = match text.into() {
+        Cow::Borrowed(t) => display::shown(t, Tabs::Space),
+        Cow::Owned(t) => Cow::Owned(display::shown_owned(t, Tabs::Space)),
+    };
+    Span::styled(text, theme.style(role))
+}
 
 /// Seconds per column, picked from a ladder of round values so the grain changes rarely as a
 /// run grows.

@@ -9,15 +9,15 @@ use super::View;
 use super::alerts::listed;
 use crate::common::units::duration;
 use crate::diagnose::rules::RULES;
-use crate::settings::theme::Role;
-use crate::sink::ui::widgets::severity_role;
+use crate::settings::theme::{Role, Theme};
+use crate::sink::ui::widgets::{severity_role, styled};
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let alerts = listed(&v.mon.diagnosis);
     let inner = overlay(
         f,
         area,
-        v,
+        v.theme,
         (76, 20),
         " alert details (↑↓ other alerts, Esc closes) ",
     );
@@ -68,12 +68,12 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
 }
 
 /// Clears a framed box of at most `w` x `h` in the middle of `area` and returns its inside.
-pub fn overlay(f: &mut Frame, area: Rect, v: &View, (w, h): (u16, u16), title: &str) -> Rect {
+pub fn overlay(f: &mut Frame, area: Rect, theme: &Theme, (w, h): (u16, u16), title: &str) -> Rect {
     let popup = centered(area, w, h);
     f.render_widget(Clear, popup);
     let block = Block::bordered()
-        .border_style(v.style(Role::BorderFocused))
-        .title(v.span(title.to_string(), Role::Title));
+        .border_style(theme.style(Role::BorderFocused))
+        .title(styled(theme, title.to_string(), Role::Title));
     let inner = block.inner(popup);
     f.render_widget(block, popup);
     inner

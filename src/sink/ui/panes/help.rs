@@ -13,7 +13,7 @@ use crate::sink::ui::action::bindings;
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let replay = v.ui.replay.is_some();
     let rows = bindings(replay).count() as u16;
-    let inner = overlay(f, area, v, (60, rows + 4), " keys (Esc closes) ");
+    let inner = overlay(f, area, v.theme, (60, rows + 4), " keys (Esc closes) ");
     let mut lines: Vec<Line> = bindings(replay)
         .map(|b| {
             Line::from(vec![

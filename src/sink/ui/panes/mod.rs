@@ -22,7 +22,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
 use super::state::{Pane, UiState};
-use crate::common::display::{self, Tabs};
 use crate::monitor::Monitor;
 use crate::settings::theme::{Role, Theme};
 
@@ -40,14 +39,9 @@ impl View<'_> {
         self.theme.style(role)
     }
 
-    /// Every pane's text goes through here, so this is where log text is shown (see
-    /// `display::shown`): a stage name with a right-to-left override cannot reorder a row.
+    /// Text in a role's style, shown as `widgets::styled` shows it.
     pub fn span<'s>(&self, text: impl Into<Cow<'s, str>>, role: Role) -> Span<'s> {
-        let text = match text.into() {
-            Cow::Borrowed(t) => display::shown(t, Tabs::Space),
-            Cow::Owned(t) => Cow::Owned(display::shown_owned(t, Tabs::Space)),
-        };
-        Span::styled(text, self.style(role))
+        crate::sink::ui::widgets::styled(self.theme, text, role)
     }
 
     /// A pane's frame: one rule on top with its title (extra words after it, muted), in the

@@ -1,0 +1,741 @@
+//! The cluster table from one refresh's answers: a row per node (and per rank, where a node
+//! logs several), problems first, with a summary per job. Pure: the same answers give the
+//! same table, whatever the clock; ages are measured from Prometheus's own time.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::fetch::{Fetched, instance_host};
+use super::queries::{DCGM_HOST_LABELS, HISTORY_POINTS, HISTORY_SECONDS};
+use crate::diagnose::Severity;
+use crate::input::prometheus::{Answer, Series};
+
+/// When a node counts as stale: no step for this many of its usual step times, and at least
+/// `stale_after` seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    pub stale_after: f64,
+    pub stale_factor: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            stale_after: 60.0,
+            stale_factor: 10.0,
+        }
+    }
+}
+
+/// A unit's step time over the median of the others' at which it is a straggler.
+pub const STRAGGLER_RATIO: f64 = 1.2;
+/// Seconds of steps (its lag times the median step time) behind the furthest at which a unit
+/// lags.
+pub const LAG_SECONDS: f64 = 30.0;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Cluster {
+    /// Prometheus's time of the answers, Unix seconds.
+    pub time: f64,
+    pub queries: u32,
+    pub refresh_seconds: f64,
+    /// By job, the job with the worst node first.
+    pub jobs: Vec<Job>,
+    /// Queries that failed and Prometheus's warnings: the table may be partial.
+    pub problems: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Job {
+    pub job_id: Option<String>,
+    pub job_name: Option<String>,
+    pub summary: Summary,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub nodes: usize,
+    /// Nodes Prometheus still scrapes (stale ones included).
+    pub up: usize,
+    /// Across the nodes that are up: their recent median step times.
+    pub step_time_p50_s: Option<f64>,
+    pub step_time_p95_s: Option<f64>,
+    pub step_time_max_s: Option<f64>,
+    pub slowest: Option<String>,
+    /// Verdicts and how many nodes share each, most shared first.
+    pub verdicts: Vec<Shared>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Shared {
+    pub rule: String,
+    pub nodes: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Its scrape fails (`up` is 0).
+    Down,
+    /// Prometheus no longer has its figures: the target went away or stopped answering.
+    Gone,
+    /// Scraped, but no new step for too long.
+    Stale,
+    Up,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Row {
+    /// The host, with `/rN` for one rank of a node that logs several.
+    pub name: String,
+    pub instance: String,
+    pub host: Option<String>,
+    pub node_rank: Option<u32>,
+    pub process_rank: Option<u32>,
+    /// The logged rank, on a rank's row.
+    pub rank: Option<u32>,
+    pub state: Option<State>,
+    /// Why it is down, gone or stale, in words.
+    pub why: Option<String>,
+    pub straggler: bool,
+    pub lagging: bool,
+    pub step: Option<f64>,
+    pub total_steps: Option<f64>,
+    /// Steps behind the furthest unit of its job.
+    pub lag: Option<f64>,
+    pub step_time_s: Option<f64>,
+    pub step_time_p95_s: Option<f64>,
+    /// Step time of the newest third of the history over its oldest third.
+    pub trend: Option<f64>,
+    /// Step time over the history, one slot a point (for the sparkline).
+    #[serde(skip)]
+    pub history: Vec<Option<f64>>,
+    pub samples_per_s: Option<f64>,
+    pub tokens_per_s: Option<f64>,
+    pub data_share: Option<f64>,
+    pub verdict: Option<String>,
+    pub verdict_severity: Option<Severity>,
+    /// Active alerts, most severe first.
+    pub alerts: Vec<AlertInfo>,
+    pub gpu: Option<Gpus>,
+    pub scrape_age_s: Option<f64>,
+    pub step_age_s: Option<f64>,
+    #[serde(skip)]
+    job_id: Option<String>,
+    #[serde(skip)]
+    job_name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AlertInfo {
+    pub rule: String,
+    pub severity: Severity,
+    pub verdict: bool,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub actions: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Gpus {
+    /// `dcgm` (dcgm-exporter's series of the host) or `steptop` (its own NVML readings).
+    pub source: &'static str,
+    pub count: usize,
+    /// Mean utilization, 0..1.
+    pub util: Option<f64>,
+    /// Mean graphics-engine activity (DCGM's profiling field), 0..1.
+    pub engine_active: Option<f64>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub power_share: Option<f64>,
+    pub memory_used_bytes: Option<f64>,
+    pub memory_total_bytes: Option<f64>,
+}
+
+/// One node's figures as the answers give them.
+#[derive(Default)]
+struct Node {
+    labels: BTreeMap<String, String>,
+    figures: BTreeMap<String, f64>,
+    ranks: BTreeMap<u32, (Option<f64>, Option<f64>)>,
+    alerts: Vec<AlertInfo>,
+    gpus: BTreeMap<String, BTreeMap<String, f64>>,
+    scraped: Option<f64>,
+    steps: Vec<(f64, f64)>,
+    step_times: Vec<(f64, f64)>,
+    present: bool,
+}
+
+impl Node {
+    fn label(&self, name: &str) -> Option<&str> {
+        self.labels.get(name).map(String::as_str)
+    }
+
+    fn figure(&self, name: &str) -> Option<f64> {
+        self.figures.get(name).copied().filter(|v| v.is_finite())
+    }
+
+    fn host(&self) -> Option<&str> {
+        self.label("host")
+    }
+}
+
+/// The node a series belongs to: its target, else its host.
+fn key(s: &Series) -> Option<String> {
+    s.label("instance")
+        .or_else(|| s.label("host"))
+        .map(str::to_string)
+}
+
+/// The labels that say which node and job, kept from whichever series has them.
+const NODE_LABELS: [&str; 6] = [
+    "instance",
+    "host",
+    "job_id",
+    "job_name",
+    "node_rank",
+    "process_rank",
+];
+
+/// Builds the table from one refresh.
+pub fn build(f: &Fetched, limits: Limits) -> Cluster {
+    let mut problems = Vec::new();
+    let mut answer = |what: &str, a: &Result<Answer, String>| -> Option<Answer> {
+        match a {
+            Ok(a) => {
+                problems.extend(a.warnings.iter().map(|w| format!("{what}: {w}")));
+                Some(a.clone())
+            }
+            Err(e) => {
+                problems.push(format!("{what}: {e}"));
+                None
+            }
+        }
+    };
+    let figures = answer("figures", &f.figures);
+    let scraped = answer("scrape times", &f.scraped);
+    let up = answer("up", &f.up);
+    let history = answer("history", &f.history);
+    let dcgm = f.dcgm.as_ref().and_then(|a| answer("dcgm-exporter", a));
+
+    let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+    for s in figures.iter().flat_map(|a| &a.series) {
+        let Some(n) = node_of(&mut nodes, s) else {
+            continue;
+        };
+        n.present = true;
+        fold_figure(n, s);
+    }
+    for s in history.iter().flat_map(|a| &a.series) {
+        let Some(n) = node_of(&mut nodes, s) else {
+            continue;
+        };
+        let points = s.points.iter().map(|p| (p.time, p.value)).collect();
+        match s.name() {
+            "steptop_step" => n.steps = points,
+            _ => n.step_times = points,
+        }
+    }
+    for s in scraped.iter().flat_map(|a| &a.series) {
+        if let (Some(k), Some(v)) = (key(s), s.value())
+            && let Some(n) = nodes.get_mut(&k)
+        {
+            n.scraped = Some(v);
+        }
+    }
+    let mut ups: BTreeMap<String, f64> = BTreeMap::new();
+    for s in up.iter().flat_map(|a| &a.series) {
+        if let (Some(i), Some(v)) = (s.label("instance"), s.value()) {
+            let e = ups.entry(i.to_string()).or_insert(v);
+            *e = e.max(v);
+        }
+    }
+    let dcgm = dcgm_by_host(dcgm.as_ref());
+
+    let mut rows: Vec<Row> = nodes
+        .iter()
+        .flat_map(|(k, n)| node_rows(k, n, f.now, limits, ups.get(k).copied(), &dcgm))
+        .collect();
+    flag_slow(&mut rows);
+    Cluster {
+        time: f.now,
+        queries: f.queries,
+        refresh_seconds: f.seconds,
+        jobs: group(rows),
+        problems,
+    }
+}
+
+/// The node of a series, its node labels kept.
+fn node_of<'a>(nodes: &'a mut BTreeMap<String, Node>, s: &Series) -> Option<&'a mut Node> {
+    let n = nodes.entry(key(s)?).or_default();
+    for l in NODE_LABELS {
+        if let Some(v) = s.label(l) {
+            n.labels
+                .entry(l.to_string())
+                .or_insert_with(|| v.to_string());
+        }
+    }
+    Some(n)
+}
+
+/// One series of the figures answer into its node.
+fn fold_figure(n: &mut Node, s: &Series) {
+    let Some(v) = s.value() else { return };
+    let name = s.name().trim_start_matches("steptop_");
+    match name {
+        "rank_step" | "rank_step_time_seconds" => {
+            if let Some(r) = s.label("rank").and_then(|r| r.parse().ok()) {
+                let e = n.ranks.entry(r).or_default();
+                if name == "rank_step" {
+                    e.0 = Some(v);
+                } else {
+                    e.1 = Some(v);
+                }
+            }
+        }
+        "alert_info" => n.alerts.push(AlertInfo {
+            rule: s.label("rule").unwrap_or_default().to_string(),
+            severity: severity(s.label("severity")),
+            verdict: s.label("verdict") == Some("true"),
+            title: s.label("title").unwrap_or_default().to_string(),
+            evidence: lines(s.label("evidence")),
+            actions: lines(s.label("actions")),
+        }),
+        gpu if gpu.starts_with("gpu_") => {
+            let id = s.label("gpu").unwrap_or_default().to_string();
+            n.gpus.entry(id).or_default().insert(gpu.to_string(), v);
+        }
+        other => {
+            n.figures.insert(other.to_string(), v);
+        }
+    }
+}
+
+fn severity(s: Option<&str>) -> Severity {
+    match s {
+        Some("crit") => Severity::Crit,
+        Some("warn") => Severity::Warn,
+        _ => Severity::Info,
+    }
+}
+
+fn lines(s: Option<&str>) -> Vec<String> {
+    s.into_iter()
+        .flat_map(|s| s.split('\n'))
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// dcgm-exporter's readings by host, then by GPU, then by field.
+type DcgmByHost = BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>;
+
+fn dcgm_by_host(a: Option<&Answer>) -> DcgmByHost {
+    let mut out = DcgmByHost::new();
+    for s in a.iter().flat_map(|a| &a.series) {
+        let host = DCGM_HOST_LABELS.iter().find_map(|l| s.label(l));
+        let gpu = s.label("UUID").or_else(|| s.label("gpu"));
+        if let (Some(host), Some(gpu), Some(v)) = (host, gpu, s.value()) {
+            out.entry(host.to_string())
+                .or_default()
+                .entry(gpu.to_string())
+                .or_default()
+                .insert(s.name().to_string(), v);
+        }
+    }
+    out
+}
+
+/// A node's row, then its ranks' rows when it logs several.
+fn node_rows(
+    k: &str,
+    n: &Node,
+    now: f64,
+    limits: Limits,
+    up: Option<f64>,
+    dcgm: &DcgmByHost,
+) -> Vec<Row> {
+    let host = n.host().map(str::to_string);
+    let instance = n.label("instance").unwrap_or(k).to_string();
+    let number = |l: &str| n.label(l).and_then(|v| v.parse().ok());
+    let last_history_time = n.steps.last().map(|p| p.0);
+    let step_time = n.figure("step_time_p50_seconds");
+    let step_age = n
+        .figure("last_step_seen_timestamp_seconds")
+        .or_else(|| last_change(&n.steps))
+        .map(|t| (now - t).max(0.0));
+    let alerts = {
+        let mut a = n.alerts.clone();
+        a.sort_by(|x, y| y.severity.cmp(&x.severity).then(x.rule.cmp(&y.rule)));
+        a
+    };
+    let verdict = alerts
+        .iter()
+        .find(|a| a.verdict)
+        .or_else(|| alerts.first())
+        .map(|a| (a.rule.clone(), a.severity));
+    let (state, why) = if !n.present {
+        let ago = last_history_time.map(|t| format!(" for {}", secs(now - t)));
+        match up {
+            Some(u) if u < 1.0 => (
+                State::Down,
+                format!("Prometheus cannot scrape it{}", ago.unwrap_or_default()),
+            ),
+            _ => (
+                State::Gone,
+                format!("no figures{}", ago.unwrap_or_default()),
+            ),
+        }
+    } else {
+        let limit = step_time.map_or(limits.stale_after, |t| {
+            (t * limits.stale_factor).max(limits.stale_after)
+        });
+        let stalled = alerts.iter().find(|a| a.rule == "stalled");
+        match (step_age, stalled) {
+            (_, Some(a)) => (State::Stale, a.title.clone()),
+            (Some(age), None) if age > limit => {
+                (State::Stale, format!("no new step for {}", secs(age)))
+            }
+            _ => (State::Up, String::new()),
+        }
+    };
+    let name = host.clone().unwrap_or_else(|| instance.clone());
+    let row = Row {
+        name: name.clone(),
+        instance,
+        host: host.clone(),
+        node_rank: number("node_rank"),
+        process_rank: number("process_rank"),
+        rank: None,
+        state: Some(state),
+        why: Some(why).filter(|w| !w.is_empty()),
+        straggler: false,
+        lagging: false,
+        step: n.figure("step").or_else(|| n.steps.last().map(|p| p.1)),
+        total_steps: n.figure("total_steps"),
+        lag: None,
+        step_time_s: step_time,
+        step_time_p95_s: n.figure("step_time_p95_seconds"),
+        trend: trend(&n.step_times),
+        history: slots(&n.step_times, now),
+        samples_per_s: n.figure("samples_per_second"),
+        tokens_per_s: n.figure("tokens_per_second"),
+        data_share: n.figure("data_wait_ratio"),
+        verdict: verdict.as_ref().map(|v| v.0.clone()),
+        verdict_severity: verdict.map(|v| v.1),
+        alerts,
+        gpu: gpus(n, host.as_deref(), dcgm),
+        scrape_age_s: n.scraped.map(|t| (now - t).max(0.0)),
+        step_age_s: step_age,
+        job_id: n.label("job_id").map(str::to_string),
+        job_name: n.label("job_name").map(str::to_string),
+    };
+    let mut out = vec![row];
+    if n.ranks.len() > 1 {
+        let node = &out[0];
+        let ranks: Vec<Row> = n
+            .ranks
+            .iter()
+            .map(|(r, (step, time))| Row {
+                name: format!("{name}/r{r}"),
+                rank: Some(*r),
+                step: *step,
+                step_time_s: *time,
+                instance: node.instance.clone(),
+                host: node.host.clone(),
+                node_rank: node.node_rank,
+                state: node.state,
+                job_id: node.job_id.clone(),
+                job_name: node.job_name.clone(),
+                ..Row::default()
+            })
+            .collect();
+        out.extend(ranks);
+    }
+    out
+}
+
+/// The GPUs of a node: dcgm-exporter's when it reports the host, else steptop's own.
+fn gpus(n: &Node, host: Option<&str>, dcgm: &DcgmByHost) -> Option<Gpus> {
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let sum = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>());
+    let field = |gpus: &BTreeMap<String, BTreeMap<String, f64>>, f: &str| -> Vec<f64> {
+        gpus.values()
+            .filter_map(|g| g.get(f).copied())
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    let own_limit = sum(&field(&n.gpus, "gpu_power_limit_watts"));
+    let found = host
+        .and_then(|h| dcgm.get(h))
+        .or_else(|| dcgm.get(instance_host(n.label("instance")?)));
+    let mut g = match found {
+        Some(d) => {
+            const MIB: f64 = 1024.0 * 1024.0;
+            let used = sum(&field(d, "DCGM_FI_DEV_FB_USED"));
+            let free = sum(&field(d, "DCGM_FI_DEV_FB_FREE"));
+            Gpus {
+                source: "dcgm",
+                count: d.len(),
+                util: mean(&field(d, "DCGM_FI_DEV_GPU_UTIL")).map(|u| u / 100.0),
+                engine_active: mean(&field(d, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
+                power_w: sum(&field(d, "DCGM_FI_DEV_POWER_USAGE")),
+                power_limit_w: sum(&field(d, "DCGM_FI_DEV_POWER_MGMT_LIMIT")).or(own_limit),
+                memory_used_bytes: used.map(|u| u * MIB),
+                memory_total_bytes: used.zip(free).map(|(u, f)| (u + f) * MIB),
+                power_share: None,
+            }
+        }
+        None if !n.gpus.is_empty() => Gpus {
+            source: "steptop",
+            count: n.gpus.len(),
+            util: mean(&field(&n.gpus, "gpu_utilization_ratio")),
+            engine_active: None,
+            power_w: sum(&field(&n.gpus, "gpu_power_watts")),
+            power_limit_w: own_limit,
+            memory_used_bytes: sum(&field(&n.gpus, "gpu_memory_used_bytes")),
+            memory_total_bytes: sum(&field(&n.gpus, "gpu_memory_total_bytes")),
+            power_share: None,
+        },
+        None => return None,
+    };
+    g.power_share = g
+        .power_w
+        .zip(g.power_limit_w)
+        .filter(|(_, l)| *l > 0.0)
+        .map(|(p, l)| p / l);
+    Some(g)
+}
+
+/// When the step last changed in the history (for nodes that publish no step clock).
+fn last_change(steps: &[(f64, f64)]) -> Option<f64> {
+    steps
+        .windows(2)
+        .rev()
+        .find(|w| w[1].1 != w[0].1)
+        .map(|w| w[1].0)
+}
+
+/// The newest third's mean over the oldest third's.
+fn trend(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() / 3;
+    if n < 2 {
+        return None;
+    }
+    let mean = |p: &[(f64, f64)]| p.iter().map(|p| p.1).sum::<f64>() / p.len() as f64;
+    let (old, new) = (mean(&points[..n]), mean(&points[points.len() - n..]));
+    (old > 0.0).then(|| new / old)
+}
+
+/// The points placed on the history's grid, oldest slot first.
+fn slots(points: &[(f64, f64)], now: f64) -> Vec<Option<f64>> {
+    let n = HISTORY_POINTS as usize + 1;
+    let step = HISTORY_SECONDS / HISTORY_POINTS;
+    let start = now - HISTORY_SECONDS;
+    let mut out = vec![None; n];
+    for &(t, v) in points {
+        let i = ((t - start) / step).round();
+        if i >= 0.0 && (i as usize) < n {
+            out[i as usize] = Some(v);
+        }
+    }
+    out
+}
+
+/// Marks stragglers and laggards among the units of each job: the rank rows of a node that
+/// logs several ranks, else the node rows. Only units that are up compare.
+fn flag_slow(rows: &mut [Row]) {
+    let multi: Vec<bool> = rows
+        .iter()
+        .map(|r| {
+            r.rank.is_none()
+                && rows
+                    .iter()
+                    .any(|o| o.rank.is_some() && o.instance == r.instance)
+        })
+        .collect();
+    let unit = |i: usize, r: &Row| !multi[i] && r.state == Some(State::Up);
+    let jobs: Vec<Option<String>> = rows.iter().map(|r| r.job_id.clone()).collect();
+    for job in dedup(&jobs) {
+        let members: Vec<usize> = (0..rows.len())
+            .filter(|&i| jobs[i] == job && unit(i, &rows[i]))
+            .collect();
+        let times: Vec<f64> = members
+            .iter()
+            .filter_map(|&i| rows[i].step_time_s)
+            .collect();
+        let furthest = members
+            .iter()
+            .filter_map(|&i| rows[i].step)
+            .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+        let median_all = median(&times);
+        for &i in &members {
+            if let (Some(f), Some(s)) = (furthest, rows[i].step) {
+                rows[i].lag = Some(f - s);
+                rows[i].lagging = median_all.is_some_and(|m| (f - s) * m >= LAG_SECONDS);
+            }
+            let Some(t) = rows[i].step_time_s else {
+                continue;
+            };
+            let others: Vec<f64> = members
+                .iter()
+                .filter(|&&j| j != i)
+                .filter_map(|&j| rows[j].step_time_s)
+                .collect();
+            rows[i].straggler =
+                median(&others).is_some_and(|m| m > 0.0 && t / m >= STRAGGLER_RATIO);
+        }
+    }
+    // A node that logs several ranks is as slow as its slowest.
+    for i in 0..rows.len() {
+        if multi[i] {
+            let inst = rows[i].instance.clone();
+            let (s, l) = rows
+                .iter()
+                .filter(|r| r.rank.is_some() && r.instance == inst)
+                .fold((false, false), |(s, l), r| {
+                    (s || r.straggler, l || r.lagging)
+                });
+            rows[i].straggler = s;
+            rows[i].lagging = l;
+        }
+    }
+}
+
+fn dedup<T: Clone + PartialEq>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    out
+}
+
+/// Where a row goes: down or gone nodes, stale ones, stragglers, laggards, then by verdict
+/// severity, slowest first.
+fn urgency(r: &Row) -> (u8, u8, std::cmp::Reverse<i64>) {
+    let class = match r.state {
+        Some(State::Down | State::Gone) => 0,
+        Some(State::Stale) => 1,
+        _ if r.straggler => 2,
+        _ if r.lagging => 3,
+        _ => 4,
+    };
+    let severity = match r.verdict_severity {
+        Some(Severity::Crit) => 0,
+        Some(Severity::Warn) => 1,
+        Some(Severity::Info) => 2,
+        None => 3,
+    };
+    let slow = (r.step_time_s.unwrap_or(0.0) * 1e6) as i64;
+    (class, severity, std::cmp::Reverse(slow))
+}
+
+/// Rows by job, each job's nodes in order of urgency (a node's rank rows follow it, in
+/// their own order), the job with the most urgent node first.
+fn group(rows: Vec<Row>) -> Vec<Job> {
+    let mut by_job: BTreeMap<Option<String>, Vec<Row>> = BTreeMap::new();
+    for r in rows {
+        by_job.entry(r.job_id.clone()).or_default().push(r);
+    }
+    let mut jobs: Vec<Job> = by_job
+        .into_iter()
+        .map(|(job_id, rows)| {
+            let (nodes, ranks): (Vec<Row>, Vec<Row>) =
+                rows.into_iter().partition(|r| r.rank.is_none());
+            let mut nodes = nodes;
+            nodes.sort_by(|a, b| urgency(a).cmp(&urgency(b)).then(a.name.cmp(&b.name)));
+            let summary = summarize(&nodes);
+            let mut ordered = Vec::new();
+            for n in nodes {
+                let mut mine: Vec<Row> = ranks
+                    .iter()
+                    .filter(|r| r.instance == n.instance)
+                    .cloned()
+                    .collect();
+                mine.sort_by(|a, b| urgency(a).cmp(&urgency(b)).then(a.rank.cmp(&b.rank)));
+                ordered.push(n);
+                ordered.extend(mine);
+            }
+            Job {
+                job_name: ordered.iter().find_map(|r| r.job_name.clone()),
+                job_id,
+                summary,
+                rows: ordered,
+            }
+        })
+        .collect();
+    jobs.sort_by(|a, b| {
+        let worst = |j: &Job| j.rows.first().map(urgency);
+        worst(a).cmp(&worst(b)).then(a.job_id.cmp(&b.job_id))
+    });
+    jobs
+}
+
+fn summarize(nodes: &[Row]) -> Summary {
+    let up: Vec<&Row> = nodes
+        .iter()
+        .filter(|r| matches!(r.state, Some(State::Up | State::Stale)))
+        .collect();
+    let mut times: Vec<f64> = up.iter().filter_map(|r| r.step_time_s).collect();
+    times.sort_by(f64::total_cmp);
+    let slowest = up
+        .iter()
+        .filter(|r| r.step_time_s.is_some())
+        .max_by(|a, b| {
+            a.step_time_s
+                .unwrap_or(0.0)
+                .total_cmp(&b.step_time_s.unwrap_or(0.0))
+        })
+        .map(|r| r.name.clone());
+    let mut verdicts: Vec<Shared> = Vec::new();
+    for r in &up {
+        if let Some(v) = &r.verdict {
+            match verdicts.iter_mut().find(|s| &s.rule == v) {
+                Some(s) => s.nodes += 1,
+                None => verdicts.push(Shared {
+                    rule: v.clone(),
+                    nodes: 1,
+                }),
+            }
+        }
+    }
+    verdicts.sort_by(|a, b| b.nodes.cmp(&a.nodes).then(a.rule.cmp(&b.rule)));
+    Summary {
+        nodes: nodes.len(),
+        up: up.len(),
+        step_time_p50_s: quantile(&times, 0.5),
+        step_time_p95_s: quantile(&times, 0.95),
+        step_time_max_s: times.last().copied(),
+        slowest,
+        verdicts,
+    }
+}
+
+/// The nearest-rank quantile of sorted values.
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    Some(sorted[i])
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(s[n / 2]),
+        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
+    }
+}
+
+/// Seconds in words: `45 s`, `12 min`, `3.0 h`.
+fn secs(s: f64) -> String {
+    crate::common::units::duration(s.max(0.0))
+}

@@ -1,0 +1,457 @@
+//! `steptop cluster` against a real Prometheus (Debian's; `.ci/run` installs it) scraping four
+//! headless steptops on loopback that follow logs written as the test runs: one data-bound
+//! node, one healthy, one 1.6x slower, one whose log stops; and two real dcgm-exporter
+//! captures (fixtures/cluster, byte for byte) served as static targets. The table must name
+//! the data-bound node's rule, the slow node as straggler, the stopped node as stale (and as
+//! down once its steptop is gone), and carry the DCGM GPU figures, which the test reads from
+//! the captures' own bytes. Then the live view in tmux at 80x24.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::tmux::Tmux;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn steptop() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_steptop"))
+}
+
+/// A child process killed on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A log written as the test runs: a step every `period` with these figures, up to `steps`.
+fn write_log(path: PathBuf, period_ms: u64, data_ms: f64, steps: u64, stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        for s in 1..=steps {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let line = format!(
+                "step {s}/100000 | loss={:.4} | data_time={data_ms:.1}ms | time={period_ms}.0ms\n",
+                3.0 - s as f64 * 1e-4
+            );
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(line.as_bytes()).unwrap();
+            drop(f);
+            std::thread::sleep(Duration::from_millis(period_ms));
+        }
+    });
+}
+
+/// A headless steptop following `log` as `host`, node `node` of Slurm job 4242, with its
+/// metrics on a free loopback port; returns it and that address.
+fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
+    let mut child = Command::new(steptop())
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .env("SLURM_JOB_ID", "4242")
+        .env("SLURM_JOB_NAME", "cluster-test")
+        .env("SLURM_NODEID", node.to_string())
+        .env_remove("RANK")
+        .env_remove("GROUP_RANK")
+        .env_remove("TORCHELASTIC_RUN_ID")
+        .current_dir(dir)
+        .args(["--headless", "--no-stacks", "--interval", "250ms"])
+        .args(["--host", host, "--metrics-addr", "0"])
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("steptop: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no metrics address: {line:?}"))
+        .to_string();
+    (Proc(child), addr)
+}
+
+/// Serves `body` as /metrics on a free loopback port, from a thread; returns the address.
+fn static_target(body: Vec<u8>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut conn = conn;
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(&body);
+        }
+    });
+    addr
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A Prometheus scraping `steptops` and `dcgm` every second; returns it and its URL once
+/// it is ready.
+fn prometheus(dir: &Path, steptops: &[String], dcgm: &[String]) -> (Proc, String) {
+    let list = |t: &[String]| {
+        t.iter()
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n\
+         - job_name: steptop\n  static_configs:\n  - targets: [{}]\n\
+         - job_name: dcgm\n  static_configs:\n  - targets: [{}]\n",
+        list(steptops),
+        list(dcgm)
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let port = free_port();
+    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("prometheus runs; .ci/run installs Debian's prometheus package");
+    let url = format!("http://127.0.0.1:{port}");
+    let proc = Proc(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = Command::new("curl")
+            .args(["-sf", "--max-time", "2"])
+            .arg(format!("{url}/-/ready"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ready {
+            return (proc, url);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never got ready:\n{}",
+            std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn cluster_once(url: &str, format: &str) -> (bool, String, String) {
+    let out = Command::new(steptop())
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .args([
+            "cluster",
+            "--once",
+            "--stale-after",
+            "4s",
+            "--format",
+            format,
+        ])
+        .args(["--prometheus", url])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The table's row named `name`.
+fn row<'a>(table: &'a Value, name: &str) -> Option<&'a Value> {
+    table["jobs"]
+        .as_array()?
+        .iter()
+        .flat_map(|j| j["rows"].as_array().into_iter().flatten())
+        .find(|r| r["name"] == name)
+}
+
+/// Asks for the table until `done` holds; fails after 90 s with the last one.
+fn table_until(url: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let (ok, out, err) = cluster_once(url, "json");
+        if ok {
+            let v: Value = serde_json::from_str(&out).expect("--format json is JSON");
+            if done(&v) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "never {what}:\n{out}");
+        } else {
+            assert!(
+                Instant::now() < deadline,
+                "never {what}; steptop says {err}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The values of one DCGM field in a capture, read from its bytes.
+fn dcgm_values(capture: &str, field: &str) -> Vec<f64> {
+    capture
+        .lines()
+        .filter(|l| l.starts_with(&format!("{field}{{")))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+fn near(v: &Value, want: f64) -> bool {
+    v.as_f64()
+        .is_some_and(|x| (x - want).abs() <= 1e-6 * want.abs().max(1.0))
+}
+
+#[test]
+fn the_cluster_table_names_the_data_bound_the_straggler_and_the_stopped_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rtx =
+        std::fs::read_to_string(root().join("fixtures/cluster/dcgm-rtx4000ada.prom")).unwrap();
+    let h100 =
+        std::fs::read_to_string(root().join("fixtures/cluster/dcgm-h100x8-sampled.prom")).unwrap();
+    // The data-bound node and the healthy one carry the captures' host names, so that the
+    // captures join them as their hosts' GPUs.
+    let nodes = [
+        ("lke529760-766837-0a634ab30000", 100, 60.0, 100_000),
+        ("gpu-node-1", 100, 2.0, 100_000),
+        ("node-slow", 160, 2.0, 100_000),
+        ("node-stopped", 100, 2.0, 40),
+    ];
+    let mut steptops = Vec::new();
+    let mut addrs = Vec::new();
+    for (i, (host, period, data, steps)) in nodes.iter().enumerate() {
+        let log = dir.path().join(format!("{host}.log"));
+        std::fs::write(&log, "").unwrap();
+        write_log(log.clone(), *period, *data, *steps, stop.clone());
+        let (p, addr) = node(dir.path(), host, i as u32, &log);
+        steptops.push(Some(p));
+        addrs.push(addr);
+    }
+    let dcgm = vec![
+        static_target(rtx.clone().into_bytes()),
+        static_target(h100.clone().into_bytes()),
+    ];
+    let (_prom, url) = prometheus(dir.path(), &addrs, &dcgm);
+
+    let table = table_until(
+        &url,
+        "the data-bound, slow and stopped nodes told apart",
+        |t| {
+            let alerts = |name: &str| {
+                row(t, name)
+                    .and_then(|r| r["alerts"].as_array())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|a| a["rule"].as_str())
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default()
+            };
+            alerts("lke529760-766837-0a634ab30000").contains(&"data_loading_bound")
+                && row(t, "node-slow").is_some_and(|r| r["straggler"] == true)
+                && row(t, "node-stopped").is_some_and(|r| r["state"] == "stale")
+                && row(t, "gpu-node-1").is_some_and(|r| r["state"] == "up")
+        },
+    );
+    let job = &table["jobs"][0];
+    assert_eq!(job["job_id"], "4242", "{table:#}");
+    assert_eq!(job["job_name"], "cluster-test");
+    assert_eq!(job["summary"]["nodes"], 4);
+    assert_eq!(job["summary"]["up"], 4, "a stale node is still scraped");
+    assert_eq!(job["summary"]["slowest"], "node-slow");
+    // Problems first: the stale node, then the straggler.
+    let order: Vec<&str> = job["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(&order[..2], &["node-stopped", "node-slow"], "{order:?}");
+    let slow = row(&table, "node-slow").unwrap();
+    assert!(near(&slow["step_time_s"], 0.160), "{slow:#}");
+    assert_eq!(row(&table, "gpu-node-1").unwrap()["straggler"], false);
+    let bound = row(&table, "lke529760-766837-0a634ab30000").unwrap();
+    let share = bound["data_share"].as_f64().unwrap();
+    assert!((0.55..=0.65).contains(&share), "{bound:#}");
+    assert_eq!(bound["node_rank"], 0);
+    let alert = bound["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["rule"] == "data_loading_bound")
+        .unwrap();
+    assert!(
+        !alert["evidence"].as_array().unwrap().is_empty(),
+        "{alert:#}"
+    );
+    assert!(
+        !alert["actions"].as_array().unwrap().is_empty(),
+        "{alert:#}"
+    );
+
+    // The GPUs, from the captures' bytes.
+    let g = &bound["gpu"];
+    assert_eq!(g["source"], "dcgm", "{bound:#}");
+    assert_eq!(g["count"], 1);
+    assert!(
+        near(
+            &g["power_w"],
+            dcgm_values(&rtx, "DCGM_FI_DEV_POWER_USAGE")[0]
+        ),
+        "{g}"
+    );
+    assert!(
+        near(
+            &g["util"],
+            dcgm_values(&rtx, "DCGM_FI_DEV_GPU_UTIL")[0] / 100.0
+        ),
+        "{g}"
+    );
+    let mib = 1024.0 * 1024.0;
+    let used = dcgm_values(&rtx, "DCGM_FI_DEV_FB_USED")[0];
+    let free = dcgm_values(&rtx, "DCGM_FI_DEV_FB_FREE")[0];
+    assert!(near(&g["memory_used_bytes"], used * mib), "{g}");
+    assert!(near(&g["memory_total_bytes"], (used + free) * mib), "{g}");
+    assert!(near(
+        &g["engine_active"],
+        dcgm_values(&rtx, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")[0]
+    ));
+    let g8 = &row(&table, "gpu-node-1").unwrap()["gpu"];
+    let power: Vec<f64> = dcgm_values(&h100, "DCGM_FI_DEV_POWER_USAGE");
+    let util: Vec<f64> = dcgm_values(&h100, "DCGM_FI_DEV_GPU_UTIL");
+    assert_eq!(power.len(), 8);
+    assert_eq!(g8["count"], 8, "{g8}");
+    assert!(near(&g8["power_w"], power.iter().sum()), "{g8}");
+    assert!(
+        near(&g8["util"], util.iter().sum::<f64>() / 8.0 / 100.0),
+        "{g8}"
+    );
+    assert!(row(&table, "node-slow").unwrap()["gpu"].is_null());
+
+    // The text form says the same for people.
+    let (ok, text, _) = cluster_once(&url, "text");
+    assert!(ok);
+    assert!(
+        text.contains("job 4242 (cluster-test) · 4 of 4 nodes up"),
+        "{text}"
+    );
+    assert!(text.contains("(node-slow)"), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+    };
+    assert!(line("node-stopped").contains("stale"), "{text}");
+    assert!(line("node-slow").contains("slow"), "{text}");
+
+    // A node whose steptop is gone: Prometheus cannot scrape it.
+    steptops[3] = None;
+    let table = table_until(&url, "the stopped node's steptop down", |t| {
+        row(t, "node-stopped").is_some_and(|r| r["state"] == "down")
+    });
+    assert_eq!(table["jobs"][0]["summary"]["up"], 3);
+
+    // The live view, at 80x24.
+    let script = format!(
+        "{} cluster --prometheus {url} --interval 1s --stale-after 4s; echo \"exit=$?\"; sleep 60",
+        steptop().display()
+    );
+    let t = Tmux::start("cluster", 80, 24, dir.path(), &script);
+    let screen = t.wait("the table", |s| {
+        s.contains("3 of 4 nodes up") && s.contains("node-slow") && s.contains("gpu-node-1")
+    });
+    assert!(screen.contains("down"), "{screen}");
+    assert!(screen.lines().all(|l| l.chars().count() <= 80));
+    // The data-bound node's alerts: third from the top (down, slow, then it).
+    t.keys(&["Down", "Down", "Enter"]);
+    let details = t.wait("its alerts", |s| s.contains("node alerts"));
+    assert!(details.contains("data_loading_bound"), "{details}");
+    assert!(details.contains("1 GPU (dcgm-exporter)"), "{details}");
+    if let Some(path) = std::env::var_os("STEPTOP_CLUSTER_SCREEN") {
+        std::fs::write(path, format!("{screen}\n{details}")).unwrap();
+    }
+    // Escape and the next key sent at once would read as Alt and that key.
+    t.keys(&["Escape"]);
+    t.wait("the alerts closed", |s| !s.contains("node alerts"));
+    t.keys(&["?"]);
+    t.wait("the help", |s| s.contains("keys (Esc closes)"));
+    t.keys(&["Escape"]);
+    t.wait("the help closed", |s| !s.contains("keys (Esc closes)"));
+    t.keys(&["q"]);
+    t.wait("steptop's exit", |s| s.contains("exit=0"));
+    stop.store(true, Ordering::Relaxed);
+}
+
+#[test]
+fn prometheus_out_of_reach_is_a_clear_error_not_a_crash() {
+    let port = free_port();
+    let out = Command::new(steptop())
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .args(["cluster", "--once", "--prometheus"])
+        .arg(format!("http://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot read the nodes' figures from Prometheus"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+
+    let bad = Command::new(steptop())
+        .args(["cluster", "--once", "--prometheus", "prom:9090"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(err.contains("not an http:// or https:// URL"), "{err}");
+}
