@@ -95,6 +95,14 @@ fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
 
 /// Serves `body` as /metrics on a free loopback port, from a thread; returns the address.
 fn static_target(body: Vec<u8>) -> String {
+    http_server(move |_| ("200 OK", "text/plain; version=0.0.4", body.clone()))
+}
+
+/// Answers every request with what `answer` makes of its head, from a thread, on a free
+/// loopback port; returns the address.
+fn http_server(
+    answer: impl Fn(&str) -> (&'static str, &'static str, Vec<u8>) + Send + 'static,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
@@ -108,9 +116,10 @@ fn static_target(body: Vec<u8>) -> String {
                     Ok(n) => head.extend_from_slice(&buf[..n]),
                 }
             }
+            let (status, kind, body) = answer(&String::from_utf8_lossy(&head));
             let _ = write!(
                 conn,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n\
                  Content-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             );
@@ -447,6 +456,20 @@ fn prometheus_out_of_reach_is_a_clear_error_not_a_crash() {
     );
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
 
+    // The live view says so on its top line, keeps trying, and quits cleanly.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{} cluster --prometheus http://127.0.0.1:{port} --interval 1s; echo \"exit=$?\"; sleep 60",
+        steptop().display()
+    );
+    let t = Tmux::start("down", 80, 24, dir.path(), &script);
+    let s = t.wait("the failure on the top line", |s| {
+        s.contains("cannot read Prometheus")
+    });
+    assert!(s.contains("trying again"), "{s}");
+    t.keys(&["q"]);
+    t.wait("steptop's exit", |s| s.contains("exit=0"));
+
     let bad = Command::new(steptop())
         .args(["cluster", "--once", "--prometheus", "prom:9090"])
         .output()
@@ -454,4 +477,47 @@ fn prometheus_out_of_reach_is_a_clear_error_not_a_crash() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(2), "{err}");
     assert!(err.contains("not an http:// or https:// URL"), "{err}");
+}
+
+#[test]
+fn credentials_reach_prometheus_and_a_refusal_says_which_variables_to_set() {
+    // A Prometheus behind a proxy that wants a bearer token; it knows no node.
+    let addr = http_server(|head| {
+        if head
+            .lines()
+            .any(|l| l.eq_ignore_ascii_case("authorization: Bearer s3cret"))
+        {
+            let empty = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+            ("200 OK", "application/json", empty.as_bytes().to_vec())
+        } else {
+            ("401 Unauthorized", "text/plain", b"Unauthorized".to_vec())
+        }
+    });
+    let run = |token: Option<&str>| {
+        let mut cmd = Command::new(steptop());
+        cmd.env_remove("STEPTOP_CONFIG")
+            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+            .env_remove("STEPTOP_PROMETHEUS_USER")
+            .env_remove("STEPTOP_PROMETHEUS_PASSWORD")
+            .args(["cluster", "--once", "--prometheus"])
+            .arg(format!("http://{addr}"));
+        match token {
+            Some(t) => cmd.env("STEPTOP_PROMETHEUS_TOKEN", t),
+            None => cmd.env_remove("STEPTOP_PROMETHEUS_TOKEN"),
+        };
+        cmd.output().unwrap()
+    };
+    let ok = run(Some("s3cret"));
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(text.contains("no steptop node found"), "{text}");
+    let refused = run(None);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("HTTP 401"), "{err}");
+    assert!(err.contains("STEPTOP_PROMETHEUS_TOKEN"), "{err}");
 }

@@ -5,18 +5,18 @@
 use std::time::Instant;
 
 use super::queries::{self, Selector};
-use crate::input::prometheus::{Answer, Prometheus};
+use crate::input::prometheus::{Answer, Failure, Prometheus};
 use crate::monitor::msg::unix_now;
 
 /// What one refresh read.
 #[derive(Clone, Debug)]
 pub struct Fetched {
-    pub figures: Result<Answer, String>,
-    pub scraped: Result<Answer, String>,
-    pub up: Result<Answer, String>,
-    pub history: Result<Answer, String>,
+    pub figures: Result<Answer, Failure>,
+    pub scraped: Result<Answer, Failure>,
+    pub up: Result<Answer, Failure>,
+    pub history: Result<Answer, Failure>,
     /// None when no host was known to ask about.
-    pub dcgm: Option<Result<Answer, String>>,
+    pub dcgm: Option<Result<Answer, Failure>>,
     /// Prometheus's own time of the instant queries (this machine's clock when none
     /// answered): what the figures' ages are measured from.
     pub now: f64,
@@ -39,9 +39,13 @@ pub fn fetch(prom: &Prometheus, sel: &Selector) -> Fetched {
             prom.range(&queries::history(sel), end - span, end, step)
         });
         let dcgm = dcgm_query.as_deref().map(|q| prom.instant(q));
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Answer, String>>| {
-            h.join()
-                .unwrap_or_else(|_| Err("the query's thread failed".into()))
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Answer, Failure>>| {
+            h.join().unwrap_or_else(|_| {
+                Err(Failure {
+                    message: "the query's thread failed".into(),
+                    transient: true,
+                })
+            })
         };
         (join(scraped), join(up), join(history), dcgm)
     });

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::fetch::{Fetched, instance_host};
 use super::queries::{DCGM_HOST_LABELS, HISTORY_POINTS, HISTORY_SECONDS};
 use crate::diagnose::Severity;
-use crate::input::prometheus::{Answer, Series};
+use crate::input::prometheus::{Answer, Failure, Series};
 
 /// When a node counts as stale: no step for this many of its usual step times, and at least
 /// `stale_after` seconds.
@@ -44,6 +44,10 @@ pub struct Cluster {
     pub jobs: Vec<Job>,
     /// Queries that failed and Prometheus's warnings: the table may be partial.
     pub problems: Vec<String>,
+    /// Why the figures could not be read at all, when they could not: the table is empty
+    /// for want of an answer, not for want of nodes.
+    #[serde(skip)]
+    pub unreadable: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -202,7 +206,7 @@ const NODE_LABELS: [&str; 6] = [
 /// Builds the table from one refresh.
 pub fn build(f: &Fetched, limits: Limits) -> Cluster {
     let mut problems = Vec::new();
-    let mut answer = |what: &str, a: &Result<Answer, String>| -> Option<Answer> {
+    let mut answer = |what: &str, a: &Result<Answer, Failure>| -> Option<Answer> {
         match a {
             Ok(a) => {
                 problems.extend(a.warnings.iter().map(|w| format!("{what}: {w}")));
@@ -265,6 +269,7 @@ pub fn build(f: &Fetched, limits: Limits) -> Cluster {
         refresh_seconds: f.seconds,
         jobs: group(rows),
         problems,
+        unreadable: f.figures.as_ref().err().map(|e| e.message.clone()),
     }
 }
 
@@ -615,15 +620,17 @@ fn dedup<T: Clone + PartialEq>(v: &[T]) -> Vec<T> {
     out
 }
 
-/// Where a row goes: down or gone nodes, stale ones, stragglers, laggards, then by verdict
-/// severity, slowest first.
+/// Where a row goes: nodes whose scrape fails, nodes gone from Prometheus (a target removed:
+/// perhaps a job that ended), stale ones, stragglers, laggards, then by verdict severity,
+/// slowest first.
 fn urgency(r: &Row) -> (u8, u8, std::cmp::Reverse<i64>) {
     let class = match r.state {
-        Some(State::Down | State::Gone) => 0,
-        Some(State::Stale) => 1,
-        _ if r.straggler => 2,
-        _ if r.lagging => 3,
-        _ => 4,
+        Some(State::Down) => 0,
+        Some(State::Gone) => 1,
+        Some(State::Stale) => 2,
+        _ if r.straggler => 3,
+        _ if r.lagging => 4,
+        _ => 5,
     };
     let severity = match r.verdict_severity {
         Some(Severity::Crit) => 0,
@@ -738,4 +745,260 @@ fn median(v: &[f64]) -> Option<f64> {
 /// Seconds in words: `45 s`, `12 min`, `3.0 h`.
 fn secs(s: f64) -> String {
     crate::common::units::duration(s.max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::prometheus::answer::Point;
+
+    const NOW: f64 = 1_764_115_200.0;
+
+    fn series(name: &str, labels: &[(&str, &str)], points: &[(f64, f64)]) -> Series {
+        let mut l: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        l.insert("__name__".into(), name.into());
+        Series {
+            labels: l,
+            points: points
+                .iter()
+                .map(|&(time, value)| Point { time, value })
+                .collect(),
+        }
+    }
+
+    /// A node's figures: step, step time, and what else is given.
+    fn node(host: &str, step: f64, step_time: f64, extra: &[(&str, f64)]) -> Vec<Series> {
+        let labels = [
+            ("instance", &*format!("{host}:9464")),
+            ("host", host),
+            ("job_id", "77"),
+        ]
+        .map(|(k, v)| (k, v.to_string()));
+        let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut out = vec![
+            series("steptop_step", &l, &[(NOW, step)]),
+            series("steptop_step_time_p50_seconds", &l, &[(NOW, step_time)]),
+            series(
+                "steptop_last_step_seen_timestamp_seconds",
+                &l,
+                &[(NOW, NOW - 1.0)],
+            ),
+        ];
+        for (name, v) in extra {
+            out.push(series(&format!("steptop_{name}"), &l, &[(NOW, *v)]));
+        }
+        out
+    }
+
+    fn alert(host: &str, rule: &str, severity: &str) -> Series {
+        series(
+            "steptop_alert_info",
+            &[
+                ("instance", &format!("{host}:9464")),
+                ("host", host),
+                ("job_id", "77"),
+                ("rule", rule),
+                ("severity", severity),
+                ("verdict", "true"),
+                ("title", "a title"),
+                ("evidence", "one\ntwo"),
+                ("actions", "fix it"),
+            ],
+            &[(NOW, 1.0)],
+        )
+    }
+
+    fn answer(series: Vec<Series>) -> Result<Answer, Failure> {
+        Ok(Answer {
+            series,
+            warnings: Vec::new(),
+        })
+    }
+
+    fn fetched(figures: Vec<Series>, history: Vec<Series>, up: Vec<Series>) -> Fetched {
+        Fetched {
+            figures: answer(figures),
+            scraped: answer(Vec::new()),
+            up: answer(up),
+            history: answer(history),
+            dcgm: None,
+            now: NOW,
+            queries: 5,
+            seconds: 0.01,
+        }
+    }
+
+    fn names(c: &Cluster) -> Vec<&str> {
+        c.jobs[0].rows.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    #[test]
+    fn problems_come_first_and_the_summary_counts_shared_verdicts() {
+        let mut figures = Vec::new();
+        figures.extend(node("a", 500.0, 0.100, &[]));
+        figures.extend(node("b", 500.0, 0.101, &[("data_wait_ratio", 0.6)]));
+        figures.push(alert("b", "data_loading_bound", "crit"));
+        figures.extend(node("c", 400.0, 0.130, &[]));
+        figures.extend(node("d", 500.0, 0.100, &[]));
+        // d's last step came 100 s ago: past 60 s (and ten step times).
+        figures.retain(|s| !(s.label("host") == Some("d") && s.name().contains("last_step_seen")));
+        figures.push(series(
+            "steptop_last_step_seen_timestamp_seconds",
+            &[("instance", "d:9464"), ("host", "d"), ("job_id", "77")],
+            &[(NOW, NOW - 100.0)],
+        ));
+        figures.push(alert("a", "compute_bound", "info"));
+        figures.push(alert("c", "compute_bound", "info"));
+        // e and f only in the history: e's target went away, f's scrape fails.
+        let history = ["e", "f"]
+            .iter()
+            .map(|h| {
+                series(
+                    "steptop_step",
+                    &[
+                        ("instance", &format!("{h}:9464")),
+                        ("host", h),
+                        ("job_id", "77"),
+                    ],
+                    &[(NOW - 300.0, 10.0), (NOW - 240.0, 20.0)],
+                )
+            })
+            .collect();
+        let up = vec![series("up", &[("instance", "f:9464")], &[(NOW, 0.0)])];
+        let c = build(&fetched(figures, history, up), Limits::default());
+        assert_eq!(names(&c), vec!["f", "e", "d", "c", "b", "a"]);
+        let rows = &c.jobs[0].rows;
+        assert_eq!(rows[0].state, Some(State::Down));
+        assert_eq!(rows[1].state, Some(State::Gone));
+        assert_eq!(rows[1].why.as_deref(), Some("no figures for 0:04:00"));
+        assert_eq!(rows[1].step, Some(20.0), "the last step it had");
+        assert_eq!(rows[2].state, Some(State::Stale));
+        assert!(rows[3].straggler && rows[3].lag == Some(100.0));
+        assert!(!rows[3].lagging, "100 steps of 0.1 s is not 30 s");
+        assert!(!rows[4].straggler && !rows[5].straggler);
+        assert_eq!(rows[4].alerts[0].evidence, vec!["one", "two"]);
+        let s = &c.jobs[0].summary;
+        assert_eq!((s.nodes, s.up), (6, 4));
+        assert_eq!(s.slowest.as_deref(), Some("c"));
+        assert_eq!(s.step_time_max_s, Some(0.130));
+        assert_eq!(
+            s.verdicts,
+            vec![
+                Shared {
+                    rule: "compute_bound".into(),
+                    nodes: 2
+                },
+                Shared {
+                    rule: "data_loading_bound".into(),
+                    nodes: 1
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_node_that_logs_several_ranks_has_a_row_for_each_and_its_slow_rank_is_the_straggler() {
+        let mut figures = node("n1", 900.0, 0.2, &[]);
+        let l = |r: &str| {
+            vec![
+                ("instance", "n1:9464".to_string()),
+                ("host", "n1".into()),
+                ("job_id", "77".into()),
+                ("rank", r.to_string()),
+            ]
+        };
+        for (r, step, time) in [("0", 900.0, 0.20), ("1", 880.0, 0.21), ("2", 600.0, 0.30)] {
+            let labels = l(r);
+            let lv: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            figures.push(series("steptop_rank_step", &lv, &[(NOW, step)]));
+            figures.push(series(
+                "steptop_rank_step_time_seconds",
+                &lv,
+                &[(NOW, time)],
+            ));
+        }
+        let c = build(&fetched(figures, Vec::new(), Vec::new()), Limits::default());
+        assert_eq!(names(&c), vec!["n1", "n1/r2", "n1/r1", "n1/r0"]);
+        let rows = &c.jobs[0].rows;
+        assert!(
+            rows[1].straggler && rows[1].lagging,
+            "300 steps of 0.2 s behind"
+        );
+        assert_eq!(rows[1].lag, Some(300.0));
+        assert!(rows[0].straggler, "the node is as slow as its slowest rank");
+        assert!(!rows[2].straggler && !rows[3].straggler);
+    }
+
+    #[test]
+    fn dcgm_joins_by_either_host_label_and_steptops_own_gpus_fill_in() {
+        let mut figures = node("new", 10.0, 0.1, &[]);
+        figures.extend(node("own", 10.0, 0.1, &[]));
+        let gpu = |name: &str, id: &str, v: f64| {
+            series(
+                name,
+                &[
+                    ("instance", "own:9464"),
+                    ("host", "own"),
+                    ("job_id", "77"),
+                    ("gpu", id),
+                ],
+                &[(NOW, v)],
+            )
+        };
+        figures.push(gpu("steptop_gpu_utilization_ratio", "0", 0.5));
+        figures.push(gpu("steptop_gpu_utilization_ratio", "1", 0.7));
+        figures.push(gpu("steptop_gpu_power_watts", "0", 300.0));
+        figures.push(gpu("steptop_gpu_power_watts", "1", 400.0));
+        figures.push(gpu("steptop_gpu_power_limit_watts", "0", 700.0));
+        figures.push(gpu("steptop_gpu_power_limit_watts", "1", 700.0));
+        let dcgm = |name: &str, v: f64| {
+            series(
+                name,
+                &[("gpu", "0"), ("UUID", "GPU-1"), ("hostname", "new")],
+                &[(NOW, v)],
+            )
+        };
+        let mut f = fetched(figures, Vec::new(), Vec::new());
+        f.dcgm = Some(answer(vec![
+            dcgm("DCGM_FI_DEV_GPU_UTIL", 87.0),
+            dcgm("DCGM_FI_DEV_POWER_USAGE", 350.0),
+            dcgm("DCGM_FI_DEV_FB_USED", 1024.0),
+        ]));
+        let c = build(&f, Limits::default());
+        let row = |n: &str| c.jobs[0].rows.iter().find(|r| r.name == n).unwrap();
+        let new = row("new").gpu.clone().unwrap();
+        assert_eq!((new.source, new.count), ("dcgm", 1));
+        assert_eq!((new.util, new.power_w), (Some(0.87), Some(350.0)));
+        assert_eq!(new.memory_used_bytes, Some(1024.0 * 1024.0 * 1024.0));
+        assert_eq!((new.memory_total_bytes, new.power_share), (None, None));
+        let own = row("own").gpu.clone().unwrap();
+        assert_eq!((own.source, own.count), ("steptop", 2));
+        assert_eq!(own.util, Some(0.6));
+        assert_eq!(own.power_share, Some(0.5));
+    }
+
+    #[test]
+    fn a_failed_query_is_a_problem_and_the_others_still_count() {
+        let mut f = fetched(node("a", 1.0, 0.1, &[]), Vec::new(), Vec::new());
+        f.history = Err(Failure {
+            message: "http://p:9090: timed out".into(),
+            transient: true,
+        });
+        f.up = Ok(Answer {
+            series: Vec::new(),
+            warnings: vec!["a store did not answer".into()],
+        });
+        let c = build(&f, Limits::default());
+        assert_eq!(names(&c), vec!["a"]);
+        assert_eq!(
+            c.problems,
+            vec![
+                "up: a store did not answer".to_string(),
+                "history: http://p:9090: timed out".to_string()
+            ]
+        );
+    }
 }

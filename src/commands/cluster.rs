@@ -46,7 +46,7 @@ pub fn run(args: &ClusterArgs) -> Result<(), Error> {
     if args.once {
         let mut fetched = fetch(&prom, &sel);
         for pause in ONCE_RETRIES {
-            if fetched.figures.is_ok() {
+            if !fetched.figures.as_ref().is_err_and(|e| e.transient) {
                 break;
             }
             std::thread::sleep(pause);
@@ -111,5 +111,61 @@ fn auth(c: &ClusterSection, env: &dyn Fn(&str) -> Option<String>) -> Result<Auth
                 .into(),
         )),
         (None, None) => Ok(Auth::None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_come_from_the_environment_first_then_the_config_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "from-file\n").unwrap();
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let config = ClusterSection {
+            bearer_token_file: Some(token.clone()),
+            ..ClusterSection::default()
+        };
+        let from_env = env(&[("STEPTOP_PROMETHEUS_TOKEN", "t0k")]);
+        assert_eq!(
+            auth(&config, &from_env).unwrap(),
+            Auth::Bearer("t0k".into())
+        );
+        let basic = env(&[
+            ("STEPTOP_PROMETHEUS_USER", "u"),
+            ("STEPTOP_PROMETHEUS_PASSWORD", "p"),
+        ]);
+        assert_eq!(
+            auth(&config, &basic).unwrap(),
+            Auth::Basic {
+                user: "u".into(),
+                password: "p".into()
+            }
+        );
+        let none = env(&[]);
+        assert_eq!(
+            auth(&config, &none).unwrap(),
+            Auth::Bearer("from-file".into())
+        );
+        assert_eq!(auth(&ClusterSection::default(), &none).unwrap(), Auth::None);
+        let half = ClusterSection {
+            basic_auth_user: Some("u".into()),
+            ..ClusterSection::default()
+        };
+        assert!(auth(&half, &none).unwrap_err().to_string().contains("both"));
+        let missing = ClusterSection {
+            bearer_token_file: Some(dir.path().join("nope")),
+            ..ClusterSection::default()
+        };
+        let e = auth(&missing, &none).unwrap_err().to_string();
+        assert!(e.contains("bearer-token-file") && e.contains("nope"), "{e}");
     }
 }

@@ -22,6 +22,21 @@ pub enum Auth {
     Bearer(String),
 }
 
+/// Why a query gave no answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub message: String,
+    /// No answer came (refused, reset, timed out): worth another try. An answer that says
+    /// no (a bad query, refused credentials) will say it again.
+    pub transient: bool,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// One Prometheus server.
 pub struct Prometheus {
     agent: ureq::Agent,
@@ -73,12 +88,12 @@ impl Prometheus {
     }
 
     /// An instant query, evaluated at Prometheus's own now.
-    pub fn instant(&self, query: &str) -> Result<Answer, String> {
+    pub fn instant(&self, query: &str) -> Result<Answer, Failure> {
         self.post("query", &[("query", query)])
     }
 
     /// A range query from `start` to `end` (Unix seconds) every `step` seconds.
-    pub fn range(&self, query: &str, start: f64, end: f64, step: f64) -> Result<Answer, String> {
+    pub fn range(&self, query: &str, start: f64, end: f64, step: f64) -> Result<Answer, Failure> {
         let (start, end, step) = (
             format!("{start:.3}"),
             format!("{end:.3}"),
@@ -95,15 +110,19 @@ impl Prometheus {
         )
     }
 
-    fn post(&self, endpoint: &str, form: &[(&str, &str)]) -> Result<Answer, String> {
+    fn post(&self, endpoint: &str, form: &[(&str, &str)]) -> Result<Answer, Failure> {
         let url = format!("{}/api/v1/{endpoint}", self.base);
         let mut req = self.agent.post(&url);
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a);
         }
+        let no_answer = |message: String| Failure {
+            message,
+            transient: true,
+        };
         let mut resp = req
             .send_form(form.iter().copied())
-            .map_err(|e| format!("{}: {e}", self.base))?;
+            .map_err(|e| no_answer(format!("{}: {e}", self.base)))?;
         let status = resp.status();
         let body = resp
             .body_mut()
@@ -111,15 +130,22 @@ impl Prometheus {
             .limit(MAX_ANSWER)
             .lossy_utf8(true)
             .read_to_string()
-            .map_err(|e| format!("{url}: reading the answer: {e}"))?;
-        answer::parse(&body).map_err(|e| match status.as_u16() {
-            401 | 403 => format!(
-                "{url}: HTTP {status}: Prometheus refused the credentials (set \
+            .map_err(|e| no_answer(format!("{url}: reading the answer: {e}")))?;
+        let said_no = |message: String| Failure {
+            message,
+            // A gateway or an overloaded Prometheus may answer the next time.
+            transient: matches!(status.as_u16(), 502..=504),
+        };
+        answer::parse(&body).map_err(|e| {
+            said_no(match status.as_u16() {
+                401 | 403 => format!(
+                    "{url}: HTTP {status}: Prometheus refused the credentials (set \
                  STEPTOP_PROMETHEUS_TOKEN, or STEPTOP_PROMETHEUS_USER and \
                  STEPTOP_PROMETHEUS_PASSWORD)"
-            ),
-            200 => format!("{url}: {e}"),
-            _ => format!("{url}: HTTP {status}: {e}"),
+                ),
+                200 => format!("{url}: {e}"),
+                _ => format!("{url}: HTTP {status}: {e}"),
+            })
         })
     }
 }

@@ -165,10 +165,8 @@ impl App {
     fn handle(&mut self, e: Event) {
         match e {
             Event::Refresh(c) => {
-                let failed =
-                    c.jobs.is_empty() && c.problems.iter().any(|p| p.starts_with("figures:"));
-                if failed {
-                    self.failing = c.problems.first().cloned();
+                if c.unreadable.is_some() {
+                    self.failing = c.unreadable;
                 } else {
                     self.failing = None;
                     self.table = Some((*c, Instant::now()));
@@ -251,7 +249,7 @@ impl App {
             };
             return Line::from(styled(
                 theme,
-                format!("cannot read Prometheus: {why}{held}; trying again"),
+                format!("cannot read Prometheus, trying again: {why}{held}"),
                 Role::Crit,
             ));
         }
