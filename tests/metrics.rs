@@ -382,5 +382,5 @@ fn the_readme_scrape_config_and_alert_rules_pass_promtool() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("3 rules found"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("4 rules found"));
 }

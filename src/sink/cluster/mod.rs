@@ -56,14 +56,8 @@ pub fn cells(r: &Row) -> [String; 12] {
             .map(pct0)
             .or_else(|| g.power_w.map(|w| format!("{w:.0} W")))
     });
-    let verdict = r
-        .verdict
-        .as_ref()
-        .map(|v| match r.verdict_severity {
-            Some(s) => format!("{v} ({})", s.name()),
-            None => v.clone(),
-        })
-        .or_else(|| r.why.clone());
+    // The rule alone: the live view colours it by severity, JSON and the node's alerts say it.
+    let verdict = r.verdict.clone().or_else(|| r.why.clone());
     let fresh = match (r.scrape_age_s, r.step_age_s) {
         (Some(a), Some(b)) => format!("{}/{}", ago(a), ago(b)),
         (Some(a), None) => format!("{}/-", ago(a)),
