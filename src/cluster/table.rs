@@ -126,10 +126,11 @@ pub struct Row {
     pub gpu: Option<Gpus>,
     pub scrape_age_s: Option<f64>,
     pub step_age_s: Option<f64>,
+    /// Its job (the rows are grouped by it: `Job` says it once).
     #[serde(skip)]
-    job_id: Option<String>,
+    pub job_id: Option<String>,
     #[serde(skip)]
-    job_name: Option<String>,
+    pub job_name: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -1,7 +1,7 @@
 //! `steptop cluster --once`: the table as aligned text, a summary line above each job's rows,
 //! and what could not be read below.
 
-use super::{HEADS, cells, source_line, summary_line};
+use super::{COLUMNS, HEADS, cells, source_line, summary_line};
 use crate::cluster::table::Cluster;
 use crate::common::display;
 
@@ -18,7 +18,7 @@ pub fn render(url: &str, c: &Cluster) -> String {
         out.push('\n');
         out.push_str(&summary_line(j));
         out.push('\n');
-        let rows: Vec<[String; 12]> = j.rows.iter().map(cells).collect();
+        let rows: Vec<[String; COLUMNS]> = j.rows.iter().map(cells).collect();
         let mut widths = HEADS.map(display::width);
         for r in &rows {
             for (w, cell) in widths.iter_mut().zip(r) {

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{HEADS, cells, source_line, state, summary_parts};
+use super::{COLUMNS, HEADS, TREND, VERDICT, cells, source_line, state, summary_parts};
 use crate::cluster::fetch::fetch;
 use crate::cluster::queries::Selector;
 use crate::cluster::table::{self, Cluster, Limits, Row, State};
@@ -297,7 +297,7 @@ impl App {
                 Role::Muted
             }));
             for r in &j.rows {
-                let mut line = cells_line(theme, &cols, &cells(r), |col| role(r, col));
+                let mut line = cells_line(theme, &cols, &view_cells(r), |col| role(r, col));
                 if i == selected {
                     line = line.style(theme.style(Role::Selected));
                     at = Some(lines.len());
@@ -349,10 +349,11 @@ fn wrapped(parts: &[String], width: usize) -> Vec<String> {
 /// the rest while they fit `width`. The node and the verdict shrink (to `MIN`) before a
 /// column is left out.
 fn columns(rows: &[&Row], width: usize) -> Vec<(usize, usize)> {
-    const PRIORITY: [usize; 12] = [0, 1, 2, 4, 6, 7, 10, 5, 3, 8, 9, 11];
-    const MAX: [usize; 12] = [18, 5, 13, 7, 10, 6, 5, 5, 6, 9, 30, 9];
-    const MIN: [usize; 12] = [10, 5, 4, 3, 9, 5, 4, 3, 5, 3, 12, 5];
-    let all: Vec<[String; 12]> = rows.iter().map(|r| cells(r)).collect();
+    // NODE STATE STEP STEP-TIME DATA GPU VERDICT, then TREND ALERTS LAG RATE POWER MEM FRESH.
+    const PRIORITY: [usize; COLUMNS] = [0, 1, 2, 4, 7, 8, 11, 5, 12, 3, 6, 9, 10, 13];
+    const MAX: [usize; COLUMNS] = [18, 5, 13, 7, 10, 8, 10, 5, 5, 6, 9, 30, 10, 9];
+    const MIN: [usize; COLUMNS] = [10, 5, 4, 3, 9, 8, 6, 4, 3, 5, 3, 12, 6, 5];
+    let all: Vec<[String; COLUMNS]> = rows.iter().map(|r| view_cells(r)).collect();
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut used = 0;
     for col in PRIORITY {
@@ -378,11 +379,22 @@ fn columns(rows: &[&Row], width: usize) -> Vec<(usize, usize)> {
     chosen
 }
 
+/// A row's cells as the view shows them: the trend as a sparkline of the last minutes.
+fn view_cells(r: &Row) -> [String; COLUMNS] {
+    let mut c = cells(r);
+    let recent = &r.history[r.history.len().saturating_sub(8)..];
+    if recent.iter().flatten().count() >= 2 {
+        let max = recent.iter().flatten().fold(0.0_f64, |m, v| m.max(*v));
+        c[TREND] = sparkline(recent, max);
+    }
+    c
+}
+
 /// One line of cells in the chosen columns, each in the role `role` gives its column.
 fn cells_line(
     theme: &Theme,
     cols: &[(usize, usize)],
-    cells: &[String; 12],
+    cells: &[String; COLUMNS],
     role: impl Fn(usize) -> Role,
 ) -> Line<'static> {
     let spans: Vec<Span<'static>> = cols
@@ -404,7 +416,8 @@ fn role(r: &Row, col: usize) -> Role {
             (_, "slow" | "lags") => Role::Warn,
             _ => Role::Ok,
         },
-        10 => r.verdict_severity.map_or(Role::Muted, severity_role),
+        VERDICT => r.verdict_severity.map_or(Role::Muted, severity_role),
+        TREND => Role::Chart,
         _ => Role::Text,
     }
 }
