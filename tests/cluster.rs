@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -63,15 +63,16 @@ fn write_log(path: PathBuf, period_ms: u64, data_ms: f64, steps: u64, stop: Arc<
 /// A headless steptop following `log` as `host`, node `node` of Slurm job 4242, with its
 /// metrics on a free loopback port; returns it and that address.
 fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
-    let mut child = Command::new(steptop())
+    let mut cmd = Command::new(steptop());
+    for var in support::JOB_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
         .env_remove("STEPTOP_CONFIG")
         .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .env("SLURM_JOB_ID", "4242")
         .env("SLURM_JOB_NAME", "cluster-test")
         .env("SLURM_NODEID", node.to_string())
-        .env_remove("RANK")
-        .env_remove("GROUP_RANK")
-        .env_remove("TORCHELASTIC_RUN_ID")
         .current_dir(dir)
         .args(["--headless", "--no-stacks", "--interval", "250ms"])
         .args(["--host", host, "--metrics-addr", "0"])
@@ -80,16 +81,7 @@ fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("steptop: metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("no metrics address: {line:?}"))
-        .to_string();
+    let addr = support::metrics_addr(&mut child);
     (Proc(child), addr)
 }
 

@@ -5,7 +5,7 @@
 //! requests and a client that never finishes its request get an answer or a timeout, and
 //! the monitor keeps going meanwhile.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -24,22 +24,6 @@ struct Served {
     addr: String,
 }
 
-/// The variables of a job's scheduler and launcher, which label the series: none of the
-/// test's own (it may run inside a Slurm job) reach a steptop unless a test sets them.
-const JOB_VARS: [&str; 11] = [
-    "SLURM_JOB_ID",
-    "SLURM_JOB_NAME",
-    "SLURM_NODEID",
-    "SLURM_PROCID",
-    "SLURM_LOCALID",
-    "SLURM_NTASKS",
-    "RANK",
-    "LOCAL_RANK",
-    "GROUP_RANK",
-    "WORLD_SIZE",
-    "TORCHELASTIC_RUN_ID",
-];
-
 impl Served {
     fn start(log: &Path) -> Served {
         Served::start_with(log, &["--no-probe"], &[])
@@ -48,7 +32,7 @@ impl Served {
     /// With more options, and these variables in its environment.
     fn start_with(log: &Path, args: &[&str], env: &[(&str, &str)]) -> Served {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
-        for var in JOB_VARS {
+        for var in support::JOB_VARS {
             cmd.env_remove(var);
         }
         let mut child = cmd
@@ -64,16 +48,7 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("steptop: metrics on http://")
-            .and_then(|s| s.strip_suffix("/metrics"))
-            .unwrap_or_else(|| panic!("no metrics address on stderr: {line:?}"))
-            .to_string();
+        let addr = support::metrics_addr(&mut child);
         assert!(
             addr.starts_with("127.0.0.1:"),
             "a bare port is loopback: {addr}"

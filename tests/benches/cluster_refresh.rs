@@ -8,6 +8,9 @@
 //! The samples run from 12 minutes ago to 8 minutes ahead, so that Prometheus's now falls
 //! inside them however long the backfill takes (a few minutes on two cores).
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -152,16 +155,7 @@ struct Family {
 fn template() -> Vec<Family> {
     let recording =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/worker_cache_blowup/run.jsonl");
-    let mut mon = steptop::Monitor::new(Default::default(), Default::default());
-    steptop::replay_messages(
-        &[recording.as_path()],
-        &Default::default(),
-        0,
-        &mut |m, _| {
-            mon.apply(m);
-        },
-    )
-    .expect("the recording");
+    let mon = support::replayed(&recording);
     let node = steptop::NodeIdentity {
         host: Some("HOST".into()),
         own_job: steptop::JobIdentity {

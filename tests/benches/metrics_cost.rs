@@ -2,6 +2,9 @@
 //! monitor (one exposition a second at most), and what a scrape costs the server: encoding a
 //! monitor that has read a recorded run with GPU, host and trainer samples, and serving it.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -9,16 +12,7 @@ use std::time::Instant;
 fn main() {
     let recording =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/worker_cache_blowup/run.jsonl");
-    let mut mon = steptop::Monitor::new(Default::default(), Default::default());
-    steptop::replay_messages(
-        &[recording.as_path()],
-        &Default::default(),
-        0,
-        &mut |m, _| {
-            mon.apply(m);
-        },
-    )
-    .expect("the recording");
+    let mon = support::replayed(&recording);
     let mut micros = Vec::new();
     let mut bytes = 0;
     for _ in 0..500 {

@@ -419,3 +419,46 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// The variables of a job's scheduler and launcher, which label a steptop's series: none of
+/// the test's own (it may run inside a Slurm job) reach a steptop unless a test sets them.
+#[allow(dead_code)]
+pub const JOB_VARS: [&str; 11] = [
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+];
+
+/// The address a steptop started with `--metrics-addr` and a piped stderr serves on: the
+/// first line it writes there.
+#[allow(dead_code)]
+pub fn metrics_addr(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("a piped stderr"))
+        .read_line(&mut line)
+        .expect("read stderr");
+    line.trim()
+        .strip_prefix("steptop: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no metrics address on stderr: {line:?}"))
+        .to_string()
+}
+
+/// A monitor that has read a recorded run (a fixture's run.jsonl) through the replay path.
+#[allow(dead_code)]
+pub fn replayed(recording: &Path) -> steptop::Monitor {
+    let mut mon = steptop::Monitor::new(Default::default(), Default::default());
+    steptop::replay_messages(&[recording], &Default::default(), 0, &mut |m, _| {
+        mon.apply(m);
+    })
+    .expect("the recording");
+    mon
+}
