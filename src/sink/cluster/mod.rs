@@ -64,10 +64,11 @@ pub fn cells(r: &Row) -> [String; COLUMNS] {
     });
     // The rule alone: the live view colours it by severity, JSON and the node's alerts say it.
     let verdict = r.verdict.clone().or_else(|| r.why.clone());
-    let rate = match (r.tokens_per_s, r.samples_per_s) {
-        (Some(t), _) => Some(format!("{} tok/s", short(t))),
-        (None, Some(s)) => Some(format!("{} sam/s", short(s))),
-        (None, None) => None,
+    let rate = match (r.tokens_per_s, r.samples_per_s, r.iterations_per_s) {
+        (Some(t), _, _) => Some(format!("{} tok/s", short(t))),
+        (None, Some(s), _) => Some(format!("{} sam/s", short(s))),
+        (None, None, Some(i)) => Some(format!("{} it/s", short(i))),
+        (None, None, None) => None,
     };
     // The most severe active alerts, and how many others.
     let alerts = r.alerts.first().map(|top| {
@@ -116,8 +117,10 @@ fn short(v: f64) -> String {
         format!("{:.0}k", v / 1e3)
     } else if v >= 1e3 {
         format!("{:.1}k", v / 1e3)
-    } else {
+    } else if v >= 10.0 {
         format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
     }
 }
 
