@@ -9,8 +9,13 @@ use std::time::{Duration, Instant};
 
 /// The binary, run from the repository root: fixtures are named relative to it, so the
 /// paths in the output are the same on every checkout.
+mod support;
+
 fn steptop() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_steptop"));
+    for var in support::JOB_VARS {
+        c.env_remove(var);
+    }
     c.env_remove("STEPTOP_CONFIG")
         .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests");
     c.current_dir(root());
@@ -528,4 +533,41 @@ fn invisible_characters_in_a_stage_name_are_escaped_in_text_and_kept_in_json() {
         .expect("stage_hotspot raised");
     let title = raised["title"].as_str().unwrap();
     assert!(title.contains("VRT Stage\u{202e}8\u{200b}"), "{title:?}");
+}
+
+#[test]
+fn inside_a_slurm_job_each_json_line_names_the_job_node_and_rank() {
+    let mut trainer = Command::new("sleep").arg("1").spawn().unwrap();
+    let o = steptop()
+        .env("SLURM_JOB_ID", "99")
+        .env("SLURM_JOB_NAME", "vit-l")
+        .env("SLURM_NODEID", "2")
+        .env("SLURM_PROCID", "2")
+        .env("SLURM_NTASKS", "4")
+        .args([
+            "--headless",
+            "--no-probe",
+            "--format",
+            "json",
+            "--until-exit",
+        ])
+        .arg(trainer.id().to_string())
+        .arg("fixtures/runs/data_bound_two_workers/train.log")
+        .output()
+        .unwrap();
+    trainer.wait().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let alerts: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "alert").collect();
+    assert!(!alerts.is_empty(), "{lines:?}");
+    for a in alerts {
+        assert_eq!(
+            a["source"]["job"],
+            serde_json::json!({"id": "99", "name": "vit-l", "node": 2, "rank": 2, "world_size": 4}),
+            "{a}"
+        );
+    }
 }
