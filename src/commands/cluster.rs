@@ -9,7 +9,7 @@ use crate::cluster::fetch::fetch;
 use crate::cluster::queries::Selector;
 use crate::cluster::table::{self, Limits};
 use crate::common::error::Error;
-use crate::input::prometheus::{Auth, Prometheus};
+use crate::input::prometheus::{self, Auth, Prometheus};
 use crate::settings::config::ClusterSection;
 use crate::settings::theme;
 use crate::sink::cluster::{self, view};
@@ -34,7 +34,24 @@ pub fn run(args: &ClusterArgs) -> Result<(), Error> {
             )
         })?;
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let prom = Prometheus::new(&url, auth(c, &env)?, QUERY_TIMEOUT).map_err(Error::Usage)?;
+    let ca_file = env("STEPTOP_PROMETHEUS_CA")
+        .map(std::path::PathBuf::from)
+        .or_else(|| c.ca_file.clone());
+    let ca = match &ca_file {
+        Some(path) => Some(
+            std::fs::read(path)
+                .map_err(|e| e.to_string())
+                .and_then(|pem| prometheus::certificates(&pem))
+                .map_err(|e| {
+                    Error::Usage(format!(
+                        "the CA file '{}' (STEPTOP_PROMETHEUS_CA or [cluster] ca-file): {e}",
+                        path.display()
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    let prom = Prometheus::new(&url, auth(c, &env)?, ca, QUERY_TIMEOUT).map_err(Error::Usage)?;
     let selector = args.selector.as_deref().or(c.selector.as_deref());
     let sel = Selector::new(args.job.as_deref(), selector).map_err(Error::Usage)?;
     let limits = Limits {

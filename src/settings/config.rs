@@ -107,6 +107,9 @@ pub struct ClusterSection {
     /// STEPTOP_PROMETHEUS_PASSWORD come first.
     pub basic_auth_user: Option<String>,
     pub basic_auth_password_file: Option<PathBuf>,
+    /// A PEM file of the CA certificates an https Prometheus's certificate chains to (a
+    /// cluster's own CA); STEPTOP_PROMETHEUS_CA comes first. Default: the public roots.
+    pub ca_file: Option<PathBuf>,
     /// Seconds without a new step after which a node counts as stale (and ten of its step
     /// times at least); `--stale-after` comes first. Default 60.
     pub stale_after_s: f64,
@@ -120,6 +123,7 @@ impl Default for ClusterSection {
             bearer_token_file: None,
             basic_auth_user: None,
             basic_auth_password_file: None,
+            ca_file: None,
             stale_after_s: 60.0,
         }
     }

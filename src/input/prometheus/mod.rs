@@ -6,7 +6,11 @@ pub mod answer;
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use base64::Engine;
+pub use ureq::tls::Certificate;
+use ureq::tls::{PemItem, parse_pem};
 
 pub use answer::{Answer, Series};
 
@@ -50,7 +54,14 @@ const MAX_ANSWER: u64 = 256 * 1024 * 1024;
 
 impl Prometheus {
     /// A client for `url` (`http://prom:9090`, `https://host/prometheus`); nothing is sent yet.
-    pub fn new(url: &str, auth: Auth, timeout: Duration) -> Result<Prometheus, String> {
+    /// `ca`: the certificates an https server's must chain to, for a cluster's own CA (else
+    /// the public roots of webpki-roots).
+    pub fn new(
+        url: &str,
+        auth: Auth,
+        ca: Option<Vec<Certificate<'static>>>,
+        timeout: Duration,
+    ) -> Result<Prometheus, String> {
         let base = url.trim().trim_end_matches('/');
         let rest = base
             .strip_prefix("http://")
@@ -61,13 +72,19 @@ impl Prometheus {
         if rest.is_empty() || rest.starts_with('/') {
             return Err(format!("--prometheus {url}: the URL names no host"));
         }
-        let agent = ureq::Agent::config_builder()
+        let mut config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             // Prometheus answers errors (a bad query, a timeout) in JSON with a 4xx or 5xx:
             // they are read, not turned into a bare status.
-            .http_status_as_error(false)
-            .build()
-            .new_agent();
+            .http_status_as_error(false);
+        if let Some(certs) = ca {
+            config = config.tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::Specific(Arc::new(certs)))
+                    .build(),
+            );
+        }
+        let agent = config.build().new_agent();
         let authorization = match auth {
             Auth::None => None,
             Auth::Basic { user, password } => Some(format!(
@@ -120,9 +137,18 @@ impl Prometheus {
             message,
             transient: true,
         };
-        let mut resp = req
-            .send_form(form.iter().copied())
-            .map_err(|e| no_answer(format!("{}: {e}", self.base)))?;
+        let mut resp = req.send_form(form.iter().copied()).map_err(|e| {
+            let hint = if e.to_string().contains("certificate") {
+                " (signed by the cluster's own CA? give its PEM file as STEPTOP_PROMETHEUS_CA \
+                 or [cluster] ca-file)"
+            } else {
+                ""
+            };
+            Failure {
+                message: format!("{}: {e}{hint}", self.base),
+                transient: transient(&e),
+            }
+        })?;
         let status = resp.status();
         let body = resp
             .body_mut()
@@ -147,5 +173,31 @@ impl Prometheus {
                 _ => format!("{url}: HTTP {status}: {e}"),
             })
         })
+    }
+}
+
+/// The certificates of a PEM file (its keys, if any, left aside).
+pub fn certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
+    let mut out = Vec::new();
+    for item in parse_pem(pem) {
+        match item.map_err(|e| format!("not a PEM file: {e}"))? {
+            PemItem::Certificate(c) => out.push(c),
+            _ => continue,
+        }
+    }
+    if out.is_empty() {
+        return Err("no certificate in it (a PEM file of BEGIN CERTIFICATE blocks)".into());
+    }
+    Ok(out)
+}
+
+/// Whether another try may get an answer: a connection refused, reset or timed out may; a
+/// certificate that does not verify (rustls says so as invalid data) or a bad URL will not.
+fn transient(e: &ureq::Error) -> bool {
+    use ureq::Error as E;
+    match e {
+        E::Io(io) => io.kind() != std::io::ErrorKind::InvalidData,
+        E::Timeout(_) | E::HostNotFound | E::ConnectionFailed | E::BodyStalled => true,
+        _ => false,
     }
 }
