@@ -462,6 +462,19 @@ fn prometheus_out_of_reach_is_a_clear_error_not_a_crash() {
     t.keys(&["q"]);
     t.wait("steptop's exit", |s| s.contains("exit=0"));
 
+    // Without a terminal the view points to --once.
+    let piped = Command::new(steptop())
+        .args([
+            "cluster",
+            "--prometheus",
+            &format!("http://127.0.0.1:{port}"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert_eq!(piped.status.code(), Some(2), "{err}");
+    assert!(err.contains("add --once"), "{err}");
+
     let bad = Command::new(steptop())
         .args(["cluster", "--once", "--prometheus", "prom:9090"])
         .output()

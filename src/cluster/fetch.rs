@@ -1,6 +1,7 @@
 //! One refresh's I/O: the figures first (they name the hosts whose GPUs to ask dcgm-exporter
-//! about), then the rest at once, each on its own thread. A query that fails leaves its part
-//! of the table empty and says why; the others still count.
+//! about, and when they cannot be read nothing else is asked), then the rest at once, each on
+//! its own thread. A query that fails leaves its part of the table empty and says why; the
+//! others still count.
 
 use std::time::Instant;
 
@@ -28,6 +29,20 @@ pub fn fetch(prom: &Prometheus, sel: &Selector) -> Fetched {
     let started = Instant::now();
     let end = unix_now();
     let figures = prom.instant(&queries::figures(sel));
+    if figures.is_err() {
+        // Prometheus is out of reach or refuses: the other queries would only wait as long.
+        let none = || Ok(Answer::default());
+        return Fetched {
+            figures,
+            scraped: none(),
+            up: none(),
+            history: none(),
+            dcgm: None,
+            now: end,
+            queries: 1,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+    }
     let hosts = figures.as_ref().map(hosts).unwrap_or_default();
     let dcgm_query = queries::dcgm(&hosts.iter().map(String::as_str).collect::<Vec<_>>());
     let (scraped, up, history, dcgm) = std::thread::scope(|s| {

@@ -554,33 +554,36 @@ fn slots(points: &[(f64, f64)], now: f64) -> Vec<Option<f64>> {
 }
 
 /// Marks stragglers and laggards among the units of each job: the rank rows of a node that
-/// logs several ranks, else the node rows. Only units that are up compare.
+/// logs several ranks, else the node rows. Only units that are up compare. Sorting once keeps
+/// it O(n log n) for a job of thousands of ranks.
 fn flag_slow(rows: &mut [Row]) {
+    let with_ranks: std::collections::HashSet<String> = rows
+        .iter()
+        .filter(|r| r.rank.is_some())
+        .map(|r| r.instance.clone())
+        .collect();
     let multi: Vec<bool> = rows
         .iter()
-        .map(|r| {
-            r.rank.is_none()
-                && rows
-                    .iter()
-                    .any(|o| o.rank.is_some() && o.instance == r.instance)
-        })
+        .map(|r| r.rank.is_none() && with_ranks.contains(&r.instance))
         .collect();
-    let unit = |i: usize, r: &Row| !multi[i] && r.state == Some(State::Up);
-    let jobs: Vec<Option<String>> = rows.iter().map(|r| r.job_id.clone()).collect();
-    for job in dedup(&jobs) {
-        let members: Vec<usize> = (0..rows.len())
-            .filter(|&i| jobs[i] == job && unit(i, &rows[i]))
-            .collect();
-        let times: Vec<f64> = members
+    let mut jobs: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if !multi[i] && r.state == Some(State::Up) {
+            jobs.entry(r.job_id.clone()).or_default().push(i);
+        }
+    }
+    for members in jobs.values() {
+        let mut times: Vec<f64> = members
             .iter()
             .filter_map(|&i| rows[i].step_time_s)
             .collect();
+        times.sort_by(f64::total_cmp);
         let furthest = members
             .iter()
             .filter_map(|&i| rows[i].step)
             .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
-        let median_all = median(&times);
-        for &i in &members {
+        let median_all = median_of_sorted(&times);
+        for &i in members {
             if let (Some(f), Some(s)) = (furthest, rows[i].step) {
                 rows[i].lag = Some(f - s);
                 rows[i].lagging = median_all.is_some_and(|m| (f - s) * m >= LAG_SECONDS);
@@ -588,39 +591,46 @@ fn flag_slow(rows: &mut [Row]) {
             let Some(t) = rows[i].step_time_s else {
                 continue;
             };
-            let others: Vec<f64> = members
-                .iter()
-                .filter(|&&j| j != i)
-                .filter_map(|&j| rows[j].step_time_s)
-                .collect();
+            let k = times.partition_point(|x| *x < t);
             rows[i].straggler =
-                median(&others).is_some_and(|m| m > 0.0 && t / m >= STRAGGLER_RATIO);
+                median_without(&times, k).is_some_and(|m| m > 0.0 && t / m >= STRAGGLER_RATIO);
         }
     }
     // A node that logs several ranks is as slow as its slowest.
-    for i in 0..rows.len() {
-        if multi[i] {
-            let inst = rows[i].instance.clone();
-            let (s, l) = rows
-                .iter()
-                .filter(|r| r.rank.is_some() && r.instance == inst)
-                .fold((false, false), |(s, l), r| {
-                    (s || r.straggler, l || r.lagging)
-                });
-            rows[i].straggler = s;
-            rows[i].lagging = l;
+    let mut worst: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.rank.is_some()) {
+        let w = worst.entry(r.instance.clone()).or_default();
+        *w = (w.0 || r.straggler, w.1 || r.lagging);
+    }
+    for (i, r) in rows.iter_mut().enumerate() {
+        if multi[i]
+            && let Some((s, l)) = worst.get(&r.instance)
+        {
+            r.straggler = *s;
+            r.lagging = *l;
         }
     }
 }
 
-fn dedup<T: Clone + PartialEq>(v: &[T]) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for x in v {
-        if !out.contains(x) {
-            out.push(x.clone());
-        }
+fn median_of_sorted(s: &[f64]) -> Option<f64> {
+    let n = s.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(s[n / 2]),
+        _ => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
     }
-    out
+}
+
+/// The median of sorted values without the one at `k`: the others' median.
+fn median_without(s: &[f64], k: usize) -> Option<f64> {
+    let m = s.len().checked_sub(1)?;
+    // The j-th of the others is s[j] before k and s[j + 1] from k on.
+    let at = |j: usize| if j < k { s[j] } else { s[j + 1] };
+    match m {
+        0 => None,
+        _ if m % 2 == 1 => Some(at(m / 2)),
+        _ => Some((at(m / 2 - 1) + at(m / 2)) / 2.0),
+    }
 }
 
 /// Where a row goes: nodes whose scrape fails, nodes gone from Prometheus (a target removed:
@@ -660,13 +670,13 @@ fn group(rows: Vec<Row>) -> Vec<Job> {
             let mut nodes = nodes;
             nodes.sort_by(|a, b| urgency(a).cmp(&urgency(b)).then(a.name.cmp(&b.name)));
             let summary = summarize(&nodes);
+            let mut by_node: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+            for r in ranks {
+                by_node.entry(r.instance.clone()).or_default().push(r);
+            }
             let mut ordered = Vec::new();
             for n in nodes {
-                let mut mine: Vec<Row> = ranks
-                    .iter()
-                    .filter(|r| r.instance == n.instance)
-                    .cloned()
-                    .collect();
+                let mut mine = by_node.remove(&n.instance).unwrap_or_default();
                 mine.sort_by(|a, b| urgency(a).cmp(&urgency(b)).then(a.rank.cmp(&b.rank)));
                 ordered.push(n);
                 ordered.extend(mine);
@@ -733,16 +743,6 @@ fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     }
     let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
     Some(sorted[i])
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(s[n / 2]),
-        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
-    }
 }
 
 /// Seconds in words: `45 s`, `12 min`, `3.0 h`.
@@ -981,6 +981,18 @@ mod tests {
         assert_eq!((own.source, own.count), ("steptop", 2));
         assert_eq!(own.util, Some(0.6));
         assert_eq!(own.power_share, Some(0.5));
+    }
+
+    #[test]
+    fn the_others_median_leaves_one_value_out() {
+        let s = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(median_without(&s, 0), Some(3.0));
+        assert_eq!(median_without(&s, 3), Some(2.0));
+        assert_eq!(median_without(&s, 1), Some(3.0));
+        assert_eq!(median_without(&[1.0, 2.0], 1), Some(1.0));
+        assert_eq!(median_without(&[5.0, 6.0, 7.0], 1), Some(6.0));
+        assert_eq!(median_without(&[1.0], 0), None);
+        assert_eq!(median_without(&[], 0), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `steptop cluster`: the Prometheus to read, its credentials and the selector, from the
 //! arguments, the environment and the config file; then the table once, or the live view.
 
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use super::cli::{ClusterArgs, OnceFormat};
@@ -80,6 +81,13 @@ pub fn run(args: &ClusterArgs) -> Result<(), Error> {
             OnceFormat::Json => cluster::json(prom.url(), &table) + "\n",
         };
         return write_stdout(&text).map(|_| ());
+    }
+    if !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "the cluster view needs a terminal and stdout is not one; add --once for the \
+             table as text, or --once --format json for scripts"
+                .into(),
+        ));
     }
     let no_color = std::env::var("NO_COLOR").ok();
     let first = theme::Theme::choose(args.theme.as_deref(), no_color.as_deref())?;
