@@ -475,7 +475,7 @@ fn alerts(out: &mut Out, mon: &Monitor) {
     // The words of each active alert, for `steptop cluster`: they change when the alert is
     // raised, escalated or cleared, not at every evaluation, so the series churn little.
     let verdict = d.verdict().map(|v| v.rule);
-    let lines = |l: &[String]| l.join("\n");
+    let lines = |l: &[String]| capped(l.join("\n"));
     out.family(
         "alert_info",
         "One series per active alert, its words in labels (lists one item a line)",
@@ -486,7 +486,7 @@ fn alerts(out: &mut Out, mon: &Monitor) {
                     ("rule", a.rule.to_string()),
                     ("severity", a.severity.name().to_string()),
                     ("verdict", (verdict == Some(a.rule)).to_string()),
-                    ("title", a.title.clone()),
+                    ("title", capped(a.title.clone())),
                     ("evidence", lines(&a.evidence)),
                     ("actions", lines(&a.actions)),
                 ];
@@ -511,6 +511,24 @@ fn alerts(out: &mut Out, mon: &Monitor) {
         None,
         raised,
     );
+}
+
+/// The longest label value the words of an alert take: a scrape config's
+/// `label_value_length_limit` fails the whole scrape past it, so the words stay well under
+/// the limits clusters set.
+const MAX_LABEL: usize = 1000;
+
+/// `text`, cut at a character boundary to at most `MAX_LABEL` bytes, the cut marked.
+fn capped(mut text: String) -> String {
+    if text.len() > MAX_LABEL {
+        let mut end = MAX_LABEL - '…'.len_utf8();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// With `--baseline`: each figure now over the baseline's.
@@ -544,4 +562,18 @@ fn baseline(out: &mut Out, mon: &Monitor) {
         None,
         rows,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_alerts_words_are_capped_at_a_character_boundary() {
+        assert_eq!(capped("short".into()), "short");
+        let long = "é".repeat(800);
+        let c = capped(long);
+        assert!(c.len() <= MAX_LABEL && c.ends_with('…'), "{}", c.len());
+        assert!(c.starts_with("éé"));
+    }
 }
