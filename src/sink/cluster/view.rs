@@ -439,6 +439,17 @@ fn details(f: &mut Frame, area: Rect, theme: &Theme, r: &Row) {
     if let Some(why) = &r.why {
         lines.push(Line::from(styled(theme, why.clone(), Role::Warn)));
     }
+    let fresh: Vec<String> = [
+        r.scrape_age_s.map(|a| format!("scraped {} ago", ago(a))),
+        r.step_age_s.map(|a| format!("last step {} ago", ago(a))),
+        r.step.map(|s| format!("step {s:.0}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !fresh.is_empty() {
+        lines.push(Line::from(styled(theme, fresh.join(" · "), Role::Muted)));
+    }
     if let Some(g) = &r.gpu {
         lines.push(Line::from(styled(theme, gpu_line(g), Role::Muted)));
     }
