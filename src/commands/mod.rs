@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::common::error::Error;
-use crate::input::InputSpec;
+use crate::input::{InputSpec, run_dir};
 use crate::settings::config::Config;
 use crate::settings::user_files;
 
@@ -28,23 +28,25 @@ pub(super) fn load_config(path: Option<&std::path::Path>) -> Result<Config, Erro
     user_files::load_config(path, &user_files::Env::from_env())
 }
 
-/// The files of one run: a directory's files, else the file or glob's matches.
+/// The files of one run: a run directory's logs and metric files, else the file or glob's
+/// matches.
 pub(super) fn run_paths(run: &str) -> Result<Vec<PathBuf>, Error> {
-    let path = Path::new(run);
-    if !path.is_dir() {
-        return expand_inputs(&[run.to_string()]);
+    expand_inputs(&[run.to_string()])
+}
+
+/// A run directory's files (`input::run_dir`), saying on stderr what it read and left out.
+fn run_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let found =
+        run_dir::discover(dir).map_err(|e| Error::Runtime(format!("'{}': {e}", dir.display())))?;
+    if found.files.is_empty() {
+        return Err(Error::Runtime(format!(
+            "'{}': no log or metric file in it (looked {} folders deep)",
+            dir.display(),
+            run_dir::MAX_DEPTH
+        )));
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| Error::Runtime(format!("'{run}': {e}")))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(Error::Runtime(format!("'{run}': a directory with no file")));
-    }
-    Ok(files)
+    eprintln!("{}", run_dir::summary(dir, &found));
+    Ok(found.files)
 }
 
 /// A run's name when none is given: its file or directory name.
@@ -54,8 +56,9 @@ pub(super) fn run_label(run: &str) -> String {
         .map_or_else(|| run.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// Paths and globs to the files that exist now, in the order given; a missing file or a glob
-/// that matches nothing is an error naming it (report reads what is there; following waits).
+/// Paths, globs and run directories to the files that exist now, in the order given; a
+/// missing file or a glob that matches nothing is an error naming it (report reads what is
+/// there; following waits).
 pub(super) fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
     let mut paths = Vec::new();
     for input in inputs {
@@ -67,8 +70,15 @@ pub(super) fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
             )));
         }
         for p in found {
-            if !paths.contains(&p) {
-                paths.push(p);
+            let files = if p.is_dir() {
+                run_dir_files(&p)?
+            } else {
+                vec![p]
+            };
+            for f in files {
+                if !paths.contains(&f) {
+                    paths.push(f);
+                }
             }
         }
     }

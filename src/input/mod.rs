@@ -8,9 +8,11 @@
 pub mod file;
 pub mod follow;
 pub mod ingest;
+pub mod metrics;
 pub mod prometheus;
 pub mod recording;
 pub mod replay;
+pub mod run_dir;
 pub mod spec;
 pub mod split;
 pub mod tail;

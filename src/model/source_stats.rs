@@ -23,6 +23,9 @@ pub struct SourceStats {
     pub formats: FormatCounts,
     /// The unparsed lines (rejected ones aside) by shape, for the report.
     pub unparsed_shapes: UnparsedShapes,
+    /// What in a metric file could not be read (a record that fails its checksum, a torn
+    /// last record), with where: the rest of the file still is.
+    pub problems: Vec<String>,
 }
 
 impl SourceStats {

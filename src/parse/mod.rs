@@ -168,7 +168,7 @@ impl Indents {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FormatCounts([u64; FORMAT_COUNT]);
 
-const FORMAT_COUNT: usize = Format::User as usize + 1;
+const FORMAT_COUNT: usize = Format::MetricsJson as usize + 1;
 
 impl Parser {
     /// A parser that also tries the user's own patterns first.
@@ -385,6 +385,9 @@ const ALL_FORMATS: [Format; FORMAT_COUNT] = [
     Format::Fairseq,
     Format::Ultralytics,
     Format::User,
+    Format::TensorBoard,
+    Format::MetricsCsv,
+    Format::MetricsJson,
 ];
 
 /// A line drawn to separate others (`------`, `=====`, `───`): no text to read.

@@ -33,6 +33,12 @@ pub enum Format {
     Ultralytics,
     /// A pattern from the user's config file.
     User,
+    /// TensorBoard event files (`events.out.tfevents.*`).
+    TensorBoard,
+    /// A CSV logger's `metrics.csv` (Lightning's).
+    MetricsCsv,
+    /// JSON metric files: mmengine's `scalars.json`, Hugging Face's `trainer_state.json`.
+    MetricsJson,
 }
 
 impl Format {
@@ -59,6 +65,9 @@ impl Format {
             Format::Fairseq => "fairseq",
             Format::Ultralytics => "ultralytics",
             Format::User => "user",
+            Format::TensorBoard => "tensorboard",
+            Format::MetricsCsv => "metrics-csv",
+            Format::MetricsJson => "metrics-json",
         }
     }
 }

@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 
 use super::Feed;
 use crate::input::file::{ReadStats, read_lines};
+use crate::input::metrics;
 use crate::model::Stamp;
 use crate::monitor::msg::{LineHead, Lines};
 use crate::parse::record::Record;
@@ -28,12 +29,16 @@ use crate::parse::{Context, LineInfo, Parser};
 /// flight (two per thread, with their records) stay a few MiB.
 const BLOCK_BYTES: usize = 512 * 1024;
 
-/// Reads `path` whole through `feed`, handing its lines to `out` in blocks, in file order.
+/// Reads `path` whole through `feed`, handing its lines to `out` in blocks, in file order. A
+/// metric file (`input::metrics`) gives its entries as the lines.
 pub fn read_file(
     path: &Path,
     feed: &mut Feed,
     out: &mut dyn FnMut(Lines),
 ) -> io::Result<ReadStats> {
+    if let Some(kind) = metrics::kind_of(path) {
+        return read_metric_file(path, kind, feed, out);
+    }
     let mut ingest = Ingest::new(feed);
     let mut failed = None;
     let stats = read_lines(path, &mut |line_no, raw| {
@@ -45,6 +50,54 @@ pub fn read_file(
         return Err(e);
     }
     ingest.flush(feed, out)?;
+    Ok(stats)
+}
+
+/// A metric file's entries through its feed as one block: each is a line with its wall time
+/// and its records, credited to the file's format.
+fn read_metric_file(
+    path: &Path,
+    kind: metrics::Kind,
+    feed: &mut Feed,
+    out: &mut dyn FnMut(Lines),
+) -> io::Result<ReadStats> {
+    let read = metrics::read(path, kind)?;
+    let mut lines = Lines::default();
+    let mut records = Vec::new();
+    for (i, e) in read.entries.into_iter().enumerate() {
+        let start = lines.text.len();
+        lines.text.extend_from_slice(e.text.as_bytes());
+        let info = LineInfo {
+            time: e.time,
+            format: Some(kind.format()),
+            ..LineInfo::default()
+        };
+        let before = records.len();
+        let (info, stamp) = feed.pass(
+            i as u64 + 1,
+            e.text.as_bytes(),
+            info,
+            e.records.into_iter(),
+            None,
+            &mut |_, r| records.push(r),
+        );
+        lines.heads.push(LineHead {
+            stamp,
+            info,
+            records: (records.len() - before) as u32,
+            start,
+            end: lines.text.len(),
+        });
+    }
+    feed.stats.problems = read.problems;
+    lines.records = records;
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    lines.bytes = size;
+    let stats = ReadStats {
+        bytes: size,
+        ..ReadStats::default()
+    };
+    out(lines);
     Ok(stats)
 }
 

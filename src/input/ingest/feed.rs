@@ -32,6 +32,9 @@ pub struct Feed {
     /// one they stay in the year 2000.
     year_reference: Option<f64>,
     scratch: Vec<Record>,
+    /// False when metric files read beside this log give the run's steps: its step lines are
+    /// counted but their figures dropped, so that no step counts twice.
+    steps: bool,
 }
 
 impl Feed {
@@ -48,7 +51,13 @@ impl Feed {
             orders: HashMap::new(),
             year_reference: None,
             scratch: Vec::new(),
+            steps: true,
         }
+    }
+
+    /// Leaves the run's steps to the metric files read beside this log.
+    pub fn steps_elsewhere(&mut self) {
+        self.steps = false;
     }
 
     /// Sets the moment the file's year-less timestamps are placed at or before (Unix seconds):
@@ -165,6 +174,9 @@ impl Feed {
         }
         self.stats.count(line_no, raw, info, records.len());
         for rec in records {
+            if !self.steps && matches!(rec, Record::Step(_)) {
+                continue;
+            }
             if !stamp.real_time
                 && let Record::Step(s) = &rec
                 && let Some(ms) = s.step_time_ms

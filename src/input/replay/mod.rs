@@ -47,6 +47,7 @@ pub fn messages(
         );
         feeds.len() - 1
     };
+    let metric_files = crate::input::metrics::any(paths.iter().copied());
     for path in paths {
         let first = feeds.len();
         let written = crate::input::file::modified(path);
@@ -68,6 +69,9 @@ pub fn messages(
         } else {
             let i = open(&mut feeds, &path.display().to_string(), written, each, done);
             let feed = &mut feeds[i];
+            if metric_files && crate::input::metrics::kind_of(path).is_none() {
+                feed.steps_elsewhere();
+            }
             // The lines and their ends: a position in bytes, near enough for a progress figure.
             let mut bytes = done;
             crate::input::ingest::read_file(path, feed, &mut |lines| {

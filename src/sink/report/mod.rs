@@ -51,6 +51,7 @@ pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Resul
     let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
     model.only_run = run;
     let mut feeds = Vec::with_capacity(paths.len());
+    let metric_files = crate::input::metrics::any(paths.iter().map(PathBuf::as_path));
     for path in paths {
         if recording::is_recording(path) {
             replay_recording(path, cfg, &mut model, &mut feeds)?;
@@ -61,6 +62,9 @@ pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Resul
             &path.display().to_string(),
             cfg.patterns.clone(),
         );
+        if metric_files && crate::input::metrics::kind_of(path).is_none() {
+            feed.steps_elsewhere();
+        }
         feed.set_year_reference(crate::input::file::modified(path));
         ingest::read_file(path, &mut feed, &mut |lines| {
             model.lines(lines, &mut |_, _| {})
@@ -247,6 +251,9 @@ pub struct SourceOut {
     pub rank: Option<u32>,
     /// The first step the file logs.
     pub first_step: Option<u64>,
+    /// What in a metric file could not be read, with where.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 /// One shape of unparsed lines, across the files.
@@ -470,6 +477,7 @@ impl Report {
                     }),
                     rank: feed.rank(),
                     first_step: feed.first_step(),
+                    problems: feed.stats.problems.clone(),
                 })
                 .collect(),
             unparsed_shapes: unparsed_shapes(&a.feeds),

@@ -95,6 +95,9 @@ pub fn render(r: &Report) -> String {
                 s.rejected, x.why, x.line
             );
         }
+        for p in &s.problems {
+            let _ = writeln!(o, "    problem: {}", display::shown(p, Tabs::Space));
+        }
     }
     if !r.unparsed_shapes.is_empty() {
         o.push_str("\nnot understood (the most frequent shapes of unparsed lines, numbers as N)\n");

@@ -1,0 +1,253 @@
+//! The metrics a job writes to files instead of its log: TensorBoard event files
+//! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`
+//! and Hugging Face's `trainer_state.json`. Each is read whole into entries, one per logged
+//! step, that go the way of log lines (`ingest`): a step's figures, its wall time where the
+//! file has one (so step times come from wall times), and a line of text for the log pane.
+
+pub mod event;
+mod table;
+pub mod tags;
+pub mod tfrecord;
+
+use std::path::Path;
+
+use crate::parse::record::{Format, Record, StepRecord};
+
+/// Which kind of metric file a path is, by its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Events,
+    LightningCsv,
+    ScalarsJson,
+    TrainerState,
+}
+
+impl Kind {
+    /// The format a report credits its lines to.
+    pub fn format(self) -> Format {
+        match self {
+            Kind::Events => Format::TensorBoard,
+            Kind::LightningCsv => Format::MetricsCsv,
+            Kind::ScalarsJson | Kind::TrainerState => Format::MetricsJson,
+        }
+    }
+
+    /// Among the metric files of one run, which gives its steps: the one with wall times
+    /// first. Lower comes first.
+    pub fn preference(self) -> u8 {
+        match self {
+            Kind::Events => 0,
+            Kind::ScalarsJson => 1,
+            Kind::LightningCsv => 2,
+            Kind::TrainerState => 3,
+        }
+    }
+}
+
+/// The kind of metric file `path` is, if it is one.
+pub fn kind_of(path: &Path) -> Option<Kind> {
+    let name = path.file_name()?.to_str()?;
+    if name.starts_with("events.out.tfevents.") {
+        return Some(Kind::Events);
+    }
+    match name {
+        "metrics.csv" => Some(Kind::LightningCsv),
+        "scalars.json" => Some(Kind::ScalarsJson),
+        "trainer_state.json" => Some(Kind::TrainerState),
+        _ => None,
+    }
+}
+
+/// Whether metric files are among `paths`: then they give the run's steps, and the logs
+/// beside them its events and config.
+pub fn any<'a>(paths: impl IntoIterator<Item = &'a Path>) -> bool {
+    paths.into_iter().any(|p| kind_of(p).is_some())
+}
+
+/// One logged step, as a log line would give it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The file's own names and values, for the log pane: `step 120 train/loss=0.53`.
+    pub text: String,
+    /// Wall time, Unix seconds, where the file has it.
+    pub time: Option<f64>,
+    pub records: Vec<Record>,
+}
+
+/// A metric file's entries, and what in it could not be read.
+#[derive(Debug, Default)]
+pub struct Read {
+    pub entries: Vec<Entry>,
+    pub problems: Vec<String>,
+}
+
+/// Reads a metric file whole.
+pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
+    let bytes = std::fs::read(path)?;
+    Ok(match kind {
+        Kind::Events => events(&bytes),
+        Kind::LightningCsv => table::csv(&String::from_utf8_lossy(&bytes)),
+        Kind::ScalarsJson => table::json_lines(&String::from_utf8_lossy(&bytes)),
+        Kind::TrainerState => table::trainer_state(&String::from_utf8_lossy(&bytes)),
+    })
+}
+
+/// A step's named values into an entry: the figures steptop reads, and all of them as text.
+pub(crate) fn entry(step: Option<u64>, time: Option<f64>, values: &[(String, f64)]) -> Entry {
+    let mut rec = StepRecord {
+        step,
+        ..StepRecord::default()
+    };
+    let mut text = match step {
+        Some(s) => format!("step {s}"),
+        None => String::new(),
+    };
+    for (name, v) in values {
+        if let Some(f) = tags::figure(name) {
+            tags::set(&mut rec, f, *v);
+        }
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&format!("{name}={}", shown(*v)));
+    }
+    let records = if rec.step.is_some()
+        && rec
+            != (StepRecord {
+                step,
+                ..StepRecord::default()
+            }) {
+        vec![Record::Step(rec)]
+    } else {
+        Vec::new()
+    };
+    Entry {
+        text,
+        time,
+        records,
+    }
+}
+
+/// A value as written: a 32-bit float (as TensorBoard stores scalars) in its shortest form.
+fn shown(v: f64) -> String {
+    let single = v as f32;
+    if f64::from(single) == v {
+        single.to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+/// TensorBoard's events, one entry per step: a writer logs each scalar as its own event, so
+/// consecutive events of one step are one entry, at the first one's wall time.
+fn events(bytes: &[u8]) -> Read {
+    let frames = tfrecord::frames(bytes, 0);
+    let mut out = Read {
+        problems: frames.problems,
+        ..Read::default()
+    };
+    if frames.consumed < bytes.len() && !frames.stuck {
+        out.problems.push(format!(
+            "byte {}: the last record is not whole (still being written, or cut)",
+            frames.consumed
+        ));
+    }
+    let mut current: Option<Pending> = None;
+    for (offset, data) in frames.records {
+        let e = match event::Event::decode_from(data) {
+            Ok(e) => e,
+            Err(why) => {
+                out.problems.push(format!("byte {offset}: {why}"));
+                continue;
+            }
+        };
+        let scalars: Vec<(String, f64)> = e.scalars().map(|(t, v)| (t.to_string(), v)).collect();
+        if scalars.is_empty() {
+            continue;
+        }
+        match &mut current {
+            Some(p) if p.step == e.step => p.values.extend(scalars),
+            _ => {
+                if let Some(p) = current.take() {
+                    out.entries.push(p.entry());
+                }
+                current = Some(Pending {
+                    step: e.step,
+                    time: e.wall_time,
+                    values: scalars,
+                });
+            }
+        }
+    }
+    if let Some(p) = current {
+        out.entries.push(p.entry());
+    }
+    out
+}
+
+/// The scalars of one step gathered so far, at its first event's wall time.
+struct Pending {
+    step: i64,
+    time: f64,
+    values: Vec<(String, f64)>,
+}
+
+impl Pending {
+    fn entry(self) -> Entry {
+        entry(u64::try_from(self.step).ok(), Some(self.time), &self.values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    fn scalar(step: i64, t: f64, tag: &str, v: f32) -> Vec<u8> {
+        let e = event::Event {
+            wall_time: t,
+            step,
+            file_version: None,
+            summary: Some(event::Summary {
+                value: vec![event::Value {
+                    tag: tag.into(),
+                    simple_value: Some(v),
+                    tensor: None,
+                }],
+            }),
+        };
+        tfrecord::frame(&e.encode_to_vec())
+    }
+
+    #[test]
+    fn a_steps_scalars_are_one_entry_at_its_first_wall_time() {
+        let version = event::Event {
+            wall_time: 99.0,
+            step: 0,
+            file_version: Some("brain.Event:2".into()),
+            summary: None,
+        };
+        let mut file = tfrecord::frame(&version.encode_to_vec());
+        file.extend(scalar(1, 100.0, "train/loss", 2.5));
+        file.extend(scalar(1, 100.001, "train/lr", 0.001));
+        file.extend(scalar(2, 100.25, "train/loss", 2.0));
+        file.extend(scalar(3, 100.5, "val/loss", 2.2));
+        let torn = scalar(4, 100.75, "train/loss", 1.9);
+        file.extend(&torn[..torn.len() - 3]);
+        let r = events(&file);
+        assert_eq!(r.entries.len(), 3);
+        assert_eq!(r.entries[0].text, "step 1 train/loss=2.5 train/lr=0.001");
+        assert_eq!(r.entries[0].time, Some(100.0));
+        let Record::Step(s) = &r.entries[0].records[0] else {
+            panic!("a step record")
+        };
+        assert_eq!((s.step, s.loss), (Some(1), Some(2.5)));
+        assert!(s.lr.is_some_and(|lr| (lr - 0.001).abs() < 1e-9));
+        assert!(
+            r.entries[2].records.is_empty(),
+            "an evaluation figure is not a step"
+        );
+        assert_eq!(r.problems.len(), 1);
+        assert!(r.problems[0].contains("not whole"), "{:?}", r.problems);
+    }
+}

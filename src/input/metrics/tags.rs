@@ -1,0 +1,134 @@
+//! What a metric's name means: the common names of Hugging Face, Lightning, mmengine, timm and
+//! plain loops, by the last part of the name (`train/loss`, `train_loss_step`, `lr-AdamW`).
+//! Evaluation figures (`val/loss`, `eval_loss`) and epoch aggregates (`train_loss_epoch`) are
+//! not a step's. Pure.
+
+use crate::parse::record::StepRecord;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Figure {
+    Loss,
+    Lr,
+    GradNorm,
+    /// Seconds, as TensorBoard scalars and mmengine's scalars give times.
+    StepTime,
+    DataTime,
+    SamplesPerS,
+    TokensPerS,
+    /// MiB (mmengine's `memory`).
+    Memory,
+    Epoch,
+}
+
+/// Parts of a name that say it is not a training step's figure.
+const NOT_TRAINING: [&str; 6] = ["val", "valid", "validation", "eval", "test", "predict"];
+
+/// The figure a metric's name gives, if steptop reads it.
+pub fn figure(name: &str) -> Option<Figure> {
+    let lower = name.to_ascii_lowercase();
+    let parts: Vec<&str> = lower.split(['/', '.', ':']).collect();
+    let evaluation = |p: &str| {
+        NOT_TRAINING
+            .iter()
+            .any(|n| p == *n || p.starts_with(&format!("{n}_")) || p.starts_with(&format!("{n}-")))
+    };
+    if parts.iter().any(|p| evaluation(p)) {
+        return None;
+    }
+    // Hugging Face's closing figures (`train/train_loss`, `train/train_samples_per_second`):
+    // averages over the whole run, not a step's.
+    if let [.., "train", last] = parts.as_slice()
+        && last.starts_with("train_")
+    {
+        return None;
+    }
+    // Lightning's LearningRateMonitor: `lr-AdamW`, `lr-AdamW/pg1`.
+    if parts[0].starts_with("lr-") || parts[0].starts_with("lr_") {
+        return Some(Figure::Lr);
+    }
+    // The PyTorch tutorial's `Loss/train`: the figure first, the split after it.
+    let last = match parts.as_slice() {
+        [.., figure, "train" | "training"] => figure,
+        [.., last] => last,
+        [] => return None,
+    };
+    if last.ends_with("_epoch") {
+        return None;
+    }
+    let last = last.strip_suffix("_step").unwrap_or(last);
+    let last = last
+        .strip_prefix("train_")
+        .or_else(|| last.strip_prefix("training_"))
+        .unwrap_or(last);
+    Some(match last {
+        "loss" | "total_loss" | "loss_total" | "lm_loss" => Figure::Loss,
+        "lr" | "learning_rate" | "learning-rate" => Figure::Lr,
+        "grad_norm" | "grad-norm" | "gradient_norm" | "grad_norm_total" => Figure::GradNorm,
+        "time" | "step_time" | "iter_time" | "batch_time" | "time_per_step" => Figure::StepTime,
+        "data_time" | "dataloader_time" => Figure::DataTime,
+        "samples_per_second" | "samples_per_sec" | "samples/s" | "throughput" => {
+            Figure::SamplesPerS
+        }
+        "tokens_per_second" | "tokens_per_sec" | "tokens/s" | "tps" => Figure::TokensPerS,
+        "memory" | "max_memory" | "mem" | "max_mem" => Figure::Memory,
+        "epoch" => Figure::Epoch,
+        _ => return None,
+    })
+}
+
+/// Puts one figure into a step's record, in the record's units.
+pub fn set(rec: &mut StepRecord, f: Figure, v: f64) {
+    let slot = match f {
+        Figure::Loss => &mut rec.loss,
+        Figure::Lr => &mut rec.lr,
+        Figure::GradNorm => &mut rec.grad_norm,
+        Figure::StepTime => {
+            rec.step_time_ms = Some(v * 1000.0);
+            return;
+        }
+        Figure::DataTime => {
+            rec.data_time_ms = Some(v * 1000.0);
+            return;
+        }
+        Figure::SamplesPerS => &mut rec.samples_per_s,
+        Figure::TokensPerS => &mut rec.tokens_per_s,
+        Figure::Memory => &mut rec.memory_mb,
+        Figure::Epoch => &mut rec.epoch,
+    };
+    *slot = Some(v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_common_names_of_each_framework_are_read_and_evaluation_is_not() {
+        for (name, want) in [
+            ("loss", Some(Figure::Loss)),
+            ("train/loss", Some(Figure::Loss)),
+            ("train_loss", Some(Figure::Loss)),
+            ("train_loss_step", Some(Figure::Loss)),
+            ("Loss/train", Some(Figure::Loss)),
+            ("Loss/test", None),
+            ("train/learning_rate", Some(Figure::Lr)),
+            ("lr-AdamW", Some(Figure::Lr)),
+            ("lr-AdamW/pg1", Some(Figure::Lr)),
+            ("train/grad_norm", Some(Figure::GradNorm)),
+            ("data_time", Some(Figure::DataTime)),
+            ("time", Some(Figure::StepTime)),
+            ("memory", Some(Figure::Memory)),
+            ("train/epoch", Some(Figure::Epoch)),
+            ("val/loss", None),
+            ("eval_loss", None),
+            ("val_loss", None),
+            ("test/accuracy", None),
+            ("train_loss_epoch", None),
+            ("train/train_loss", None),
+            ("train/train_samples_per_second", None),
+            ("accuracy/top1", None),
+        ] {
+            assert_eq!(figure(name), want, "{name}");
+        }
+    }
+}

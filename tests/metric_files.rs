@@ -1,0 +1,202 @@
+//! The metric files real writers wrote (fixtures/metrics: each run's script, what it wrote,
+//! its stdout, and `truth.json`, what the script itself measured): `steptop report` on the
+//! run directory gives the steps, the step time (from the event files' wall times, or the
+//! figures the file holds) and the last loss the script logged. Writers that log a window's
+//! mean (Hugging Face every 5 steps, mmengine every 10) are held to the mean step time; those
+//! that log every step to the median as well. Then torn and corrupted event files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `steptop report --format json` of `inputs`: the report and what it said on stderr.
+fn report(inputs: &[&Path]) -> (Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .args(["report", "--format", "json"])
+        .args(inputs)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    (serde_json::from_slice(&out.stdout).expect("json"), err)
+}
+
+fn truth(run: &str) -> Value {
+    let text =
+        std::fs::read_to_string(root().join("fixtures/metrics").join(run).join("truth.json"));
+    serde_json::from_str(&text.unwrap()).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// `got` within `share` of `want`.
+fn near(got: f64, want: f64, share: f64) -> bool {
+    (got - want).abs() <= share * want.abs()
+}
+
+struct Case {
+    run: &'static str,
+    format: &'static str,
+    /// Steps as the file numbers them: Lightning's CSV counts from 0.
+    last_step: u64,
+    /// The writer logs every step: its median step time is the script's too.
+    every_step: bool,
+}
+
+#[test]
+fn a_run_directory_gives_the_steps_step_time_and_loss_the_script_measured() {
+    for c in [
+        Case {
+            run: "summarywriter",
+            format: "tensorboard",
+            last_step: 200,
+            every_step: true,
+        },
+        Case {
+            run: "tensorboardx",
+            format: "tensorboard",
+            last_step: 100,
+            every_step: true,
+        },
+        Case {
+            run: "hf_trainer",
+            format: "tensorboard",
+            last_step: 60,
+            every_step: false,
+        },
+        Case {
+            run: "mmengine",
+            format: "metrics-json",
+            last_step: 100,
+            every_step: false,
+        },
+    ] {
+        let t = truth(c.run);
+        let dir = root().join("fixtures/metrics").join(c.run);
+        let (r, err) = report(&[&dir]);
+        let run = c.run;
+        assert!(
+            err.contains("reading") && err.contains("steps from the"),
+            "{run}: {err}"
+        );
+        let logged = t["steps_logged"].as_array().unwrap().len() as u64;
+        assert_eq!(r["steps"]["count"], logged, "{run}");
+        assert_eq!(r["steps"]["last"], c.last_step, "{run}");
+        let loss = r["loss"]["last"].as_f64().unwrap();
+        // Scalars are stored as 32-bit floats.
+        assert!(
+            near(loss, t["final_loss"].as_f64().unwrap(), 1e-6),
+            "{run}: {loss}"
+        );
+        let times = floats(&t["step_time_s"]);
+        let ms = &r["step_time_ms"];
+        let got_mean = ms["mean"].as_f64().unwrap() / 1000.0;
+        assert!(
+            near(got_mean, mean(&times), 0.05),
+            "{run}: mean {got_mean} vs {}",
+            mean(&times)
+        );
+        if c.every_step {
+            let got = ms["p50"].as_f64().unwrap() / 1000.0;
+            assert!(near(got, median(times.clone()), 0.05), "{run}: p50 {got}");
+        }
+        let formats: Vec<&str> = r["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["format"].as_str())
+            .collect();
+        assert!(formats.contains(&c.format), "{run}: {formats:?}");
+    }
+}
+
+#[test]
+fn lightnings_rich_bar_leaves_the_steps_and_loss_to_metrics_csv() {
+    let t = truth("lightning_csv");
+    let dir = root().join("fixtures/metrics/lightning_csv");
+    // Its stdout holds the bar's last frame only (`Epoch 37/-2 ... 4/4`): one step at most.
+    let (alone, _) = report(&[&dir.join("stdout.log")]);
+    assert!(
+        alone["steps"]["count"].as_u64().unwrap() <= 1,
+        "{}",
+        alone["steps"]
+    );
+    let (r, err) = report(&[&dir]);
+    assert!(err.contains("csv_logs/version_0/metrics.csv"), "{err}");
+    assert!(
+        err.contains("hparams.yaml (not a log or a metric file)"),
+        "{err}"
+    );
+    assert_eq!(r["steps"]["count"], t["optimizer_steps"]);
+    let steps = t["steps_logged"].as_array().unwrap();
+    assert_eq!(r["steps"]["first"], steps[0]);
+    assert_eq!(r["steps"]["last"], *steps.last().unwrap());
+    let loss = r["loss"]["last"].as_f64().unwrap();
+    assert!(
+        near(loss, t["final_loss"].as_f64().unwrap(), 1e-6),
+        "{loss}"
+    );
+    // The CSV has no times: no step time is claimed.
+    assert!(r["step_time_ms"].is_null());
+}
+
+#[test]
+fn a_torn_or_corrupted_event_file_names_the_record_and_reads_the_rest() {
+    let dir = root().join("fixtures/metrics/damaged");
+    let notes: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("NOTES.json")).unwrap()).unwrap();
+    let source = truth("summarywriter");
+    for (name, says) in [
+        ("events.out.tfevents.1795652626.torn", "not whole"),
+        (
+            "events.out.tfevents.1795652626.badcrc",
+            "fails its checksum",
+        ),
+    ] {
+        let (r, _) = report(&[&dir.join(name)]);
+        let src = &r["sources"][0];
+        let offset = notes[name]
+            .get("last_record_offset")
+            .or_else(|| notes[name].get("record_offset"))
+            .unwrap();
+        let problem = src["problems"][0].as_str().unwrap();
+        assert!(
+            problem.starts_with(&format!("byte {offset}: ")),
+            "{name}: {problem}"
+        );
+        assert!(problem.contains(says), "{name}: {problem}");
+        // Only the lost record's value is missing: every step of the file is still read,
+        // and the loss each logged is the script's.
+        assert_eq!(r["steps"]["count"], 120, "{name}");
+        let losses = floats(&source["losses"]);
+        let last = r["loss"]["last"].as_f64().unwrap();
+        assert!(near(last, losses[119], 1e-6), "{name}: {last}");
+    }
+}
