@@ -200,3 +200,105 @@ fn a_torn_or_corrupted_event_file_names_the_record_and_reads_the_rest() {
         assert!(near(last, losses[119], 1e-6), "{name}: {last}");
     }
 }
+
+/// The records of a TFRecord file, each with its framing, in order.
+fn records(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 12 <= bytes.len() {
+        let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        let end = at + 12 + len + 4;
+        out.push(&bytes[at..end]);
+        at = end;
+    }
+    out
+}
+
+#[test]
+fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::time::{Duration, Instant};
+    let real = std::fs::read(
+        root()
+            .join("fixtures/metrics/summarywriter/runs/events.out.tfevents.1795652626.vm.25314.0"),
+    )
+    .unwrap();
+    let recs = records(&real);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.out.tfevents.1795652626.vm.25314.0");
+    // The first half of the run is there when steptop starts.
+    let half = recs.len() / 2;
+    std::fs::write(&path, recs[..half].concat()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .args([
+            "--headless",
+            "--no-probe",
+            "--format",
+            "json",
+            "--status-every",
+            "100ms",
+        ])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if tx.send((Instant::now(), v)).is_err() {
+                return;
+            }
+        }
+    });
+    let step_now = |rx: &std::sync::mpsc::Receiver<(Instant, Value)>, want: u64| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (at, v) = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("a status line in time");
+            if v["kind"] == "status" && v["step"].as_u64().is_some_and(|s| s >= want) {
+                return (at, v["step"].as_u64().unwrap());
+            }
+        }
+    };
+    let (_, first) = step_now(&rx, 1);
+    assert!(first <= 60, "only what was written: {first}");
+    // The rest, a record at a time; one record written in two parts, 600 ms apart.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let torn = half + (recs.len() - half) / 2;
+    for (i, r) in recs.iter().enumerate().skip(half) {
+        if i == torn {
+            f.write_all(&r[..r.len() / 2]).unwrap();
+            f.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(600));
+            f.write_all(&r[r.len() / 2..]).unwrap();
+        } else {
+            f.write_all(r).unwrap();
+        }
+        f.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let written = Instant::now();
+    let (seen, last) = step_now(&rx, 120);
+    assert_eq!(last, 120);
+    eprintln!(
+        "the last step showed {} ms after it was written",
+        seen.duration_since(written).as_millis()
+    );
+    // Every status step stays within what was written: no value from a half record.
+    while let Ok((_, v)) = rx.try_recv() {
+        if let Some(s) = v["step"].as_u64() {
+            assert!(s <= 120, "{v}");
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -14,11 +14,7 @@ use crate::probe;
 /// Runs the live view, or headless lines, until the user or a signal stops it.
 pub fn run(args: &LiveArgs) -> Result<(), Error> {
     let config = load_config(args.watch.config.as_deref())?;
-    let inputs = args
-        .logs
-        .iter()
-        .map(|l| input::InputSpec::parse(l).map_err(Error::Usage))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (inputs, metric_files) = live_inputs(&args.logs)?;
     check_output(&args.out)?;
     let stop = Arc::new(AtomicBool::new(false));
     let trainer = probe::SamplerOptions {
@@ -26,8 +22,37 @@ pub fn run(args: &LiveArgs) -> Result<(), Error> {
         logs: args.logs.iter().map(PathBuf::from).collect(),
         ..probe::SamplerOptions::default()
     };
-    let feeding = watch(inputs, &args.watch, &config, trainer, &stop)?;
+    let feeding = watch(inputs, metric_files, &args.watch, &config, trainer, &stop)?;
     let result = sink(&args.out, args.watch.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
     result
 }
+
+/// The logs to follow and the metric files beside them: a run directory gives its own
+/// (`input::run_dir`, said on stderr before the view starts), a metric file is one, anything
+/// else a log or a glob (a file that does not exist yet is waited for).
+fn live_inputs(args: &[String]) -> Result<LiveInputs, Error> {
+    let mut logs = Vec::new();
+    let mut metric_files = Vec::new();
+    for a in args {
+        let path = std::path::Path::new(a);
+        if path.is_dir() {
+            let found = input::run_dir::discover(path)
+                .map_err(|e| Error::Runtime(format!("'{a}': {e}")))?;
+            eprintln!("{}", input::run_dir::summary(path, &found));
+            for f in found.files {
+                match input::metrics::kind_of(&f) {
+                    Some(k) => metric_files.push((f, k)),
+                    None => logs.push(input::InputSpec::File(f)),
+                }
+            }
+        } else if let Some(k) = input::metrics::kind_of(path) {
+            metric_files.push((path.to_path_buf(), k));
+        } else {
+            logs.push(input::InputSpec::parse(a).map_err(Error::Usage)?);
+        }
+    }
+    Ok((logs, metric_files))
+}
+
+type LiveInputs = (Vec<input::InputSpec>, Vec<(PathBuf, input::metrics::Kind)>);

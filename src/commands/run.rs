@@ -58,7 +58,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
         ..probe::SamplerOptions::default()
     };
     let inputs = vec![input::InputSpec::File(args.log.clone())];
-    let feeding = watch(inputs, &args.watch, &config, trainer, &stop)?;
+    let feeding = watch(inputs, Vec::new(), &args.watch, &config, trainer, &stop)?;
     let mut out = args.out.clone();
     if headless {
         // Headless ends with the job, after its last lines.

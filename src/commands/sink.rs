@@ -10,8 +10,9 @@ use super::cli::{FailOn, OutputArgs, WatchArgs};
 use super::{run_label, run_paths};
 use crate::common::error::Error;
 use crate::diagnose;
+use crate::input::metrics::Kind;
 use crate::input::replay;
-use crate::input::{FollowOptions, InputSpec, follow};
+use crate::input::{FollowOptions, InputSpec, follow, follow_metrics};
 use crate::model::job::{JobIdentity, NodeIdentity};
 use crate::monitor;
 use crate::monitor::msg::{self, Msg};
@@ -41,11 +42,13 @@ pub(super) enum Mode {
     },
 }
 
-/// Follows `inputs` and, unless `--no-probe`, reads the hardware and the trainer's stacks,
-/// all into one inbox: what `steptop LOG` and `steptop run` watch. `trainer` says how the
-/// sampler finds the trainer (`pid`, `job` or `logs`); the rest comes from `w` and `config`.
+/// Follows `inputs` and `metric_files` and, unless `--no-probe`, reads the hardware and the
+/// trainer's stacks, all into one inbox: what `steptop LOG` and `steptop run` watch.
+/// `trainer` says how the sampler finds the trainer (`pid`, `job` or `logs`); the rest comes
+/// from `w` and `config`. Metric files, when there are any, give the run's steps.
 pub(super) fn watch(
     inputs: Vec<InputSpec>,
+    metric_files: Vec<(std::path::PathBuf, Kind)>,
     w: &WatchArgs,
     config: &Config,
     trainer: probe::SamplerOptions,
@@ -53,17 +56,32 @@ pub(super) fn watch(
 ) -> Result<Feeding, Error> {
     let (tx, inbox) = msg::inbox();
     let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
-    follow::spawn(
-        inputs,
-        FollowOptions {
-            poll: std::time::Duration::from_millis(config.poll_ms),
-            ..FollowOptions::default()
-        },
-        config.patterns.clone(),
-        stop.clone(),
-        tx.clone(),
-    )
-    .map_err(|e| fail("the log reader thread", e))?;
+    let metrics = metric_files.len();
+    if metrics > 0 {
+        follow_metrics::spawn(
+            metric_files,
+            config.patterns.clone(),
+            stop.clone(),
+            tx.clone(),
+        )
+        .map_err(|e| fail("the metric file thread", e))?;
+    }
+    // Metric files alone need no log follower (it would say it has nothing to follow).
+    if !inputs.is_empty() || metrics == 0 {
+        follow::spawn(
+            inputs,
+            FollowOptions {
+                poll: std::time::Duration::from_millis(config.poll_ms),
+                first_source: metrics,
+                steps_elsewhere: metrics > 0,
+                ..FollowOptions::default()
+            },
+            config.patterns.clone(),
+            stop.clone(),
+            tx.clone(),
+        )
+        .map_err(|e| fail("the log reader thread", e))?;
+    }
     if !w.no_probe {
         let opts = probe::SamplerOptions {
             interval: w.interval,

@@ -27,6 +27,8 @@ pub fn spawn(
         .name("steptop-follow".into())
         .spawn(move || {
             let mut feeds: Vec<Feed> = Vec::new();
+            // The tail numbers its files from 0; their sources start after the metric files'.
+            let first = opts.first_source;
             // History read at the start arrived all at once: its arrival time says nothing,
             // so it is timed like a whole file (the log's timestamps, else its step times),
             // and it is parsed in bulk, as a report reads a file.
@@ -54,24 +56,32 @@ pub fn spawn(
                         let path = path.display().to_string();
                         while feeds.len() <= file {
                             let index = feeds.len();
-                            let mut feed = Feed::new(index, &path, patterns.clone());
+                            let mut feed = Feed::new(first + index, &path, patterns.clone());
+                            if opts.steps_elsewhere {
+                                feed.steps_elsewhere();
+                            }
                             // The history read at the start was written by now; later lines
                             // are placed by their arrival.
                             feed.set_year_reference(unix_now());
                             feeds.push(feed);
                             live.push(false);
                         }
-                        Msg::Opened { source: file, path }
+                        Msg::Opened {
+                            source: first + file,
+                            path,
+                        }
                     }
                     TailEvent::Status { file, status, .. } => Msg::Status {
-                        source: file,
+                        source: first + file,
                         status: status.clone(),
                     },
                     TailEvent::CaughtUp { file } => {
                         if let Some(l) = live.get_mut(file) {
                             *l = true;
                         }
-                        Msg::CaughtUp { source: file }
+                        Msg::CaughtUp {
+                            source: first + file,
+                        }
                     }
                     TailEvent::Line {
                         file,

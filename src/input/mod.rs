@@ -7,6 +7,7 @@
 
 pub mod file;
 pub mod follow;
+pub mod follow_metrics;
 pub mod ingest;
 pub mod metrics;
 pub mod prometheus;

@@ -67,20 +67,10 @@ fn read_metric_file(
     for (i, e) in read.entries.into_iter().enumerate() {
         let start = lines.text.len();
         lines.text.extend_from_slice(e.text.as_bytes());
-        let info = LineInfo {
-            time: e.time,
-            format: Some(kind.format()),
-            ..LineInfo::default()
-        };
         let before = records.len();
-        let (info, stamp) = feed.pass(
-            i as u64 + 1,
-            e.text.as_bytes(),
-            info,
-            e.records.into_iter(),
-            None,
-            &mut |_, r| records.push(r),
-        );
+        let (info, stamp) = feed.entry(i as u64 + 1, e, kind.format(), None, &mut |_, r| {
+            records.push(r)
+        });
         lines.heads.push(LineHead {
             stamp,
             info,

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::order::Order;
+use crate::input::metrics::Entry;
 use crate::model::Stamp;
 use crate::model::source_stats::SourceStats;
 use crate::monitor::msg::Msg;
@@ -113,6 +114,31 @@ impl Feed {
             text: String::from_utf8_lossy(raw).into_owned(),
             arrival,
         }
+    }
+
+    /// A metric file's entry (`input::metrics`) the rest of its way, as a line with its wall
+    /// time and records, credited to the file's `format`: its records go to `sink`.
+    pub fn entry(
+        &mut self,
+        line_no: u64,
+        e: Entry,
+        format: Format,
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) -> (LineInfo, Stamp) {
+        let info = LineInfo {
+            time: e.time,
+            format: Some(format),
+            ..LineInfo::default()
+        };
+        self.pass(
+            line_no,
+            e.text.as_bytes(),
+            info,
+            e.records.into_iter(),
+            arrival,
+            sink,
+        )
     }
 
     /// The first step any rank logged in this file.

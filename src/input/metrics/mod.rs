@@ -5,6 +5,7 @@
 //! file has one (so step times come from wall times), and a line of text for the log pane.
 
 pub mod event;
+pub mod live;
 mod table;
 pub mod tags;
 pub mod tfrecord;
@@ -30,6 +31,12 @@ impl Kind {
             Kind::LightningCsv => Format::MetricsCsv,
             Kind::ScalarsJson | Kind::TrainerState => Format::MetricsJson,
         }
+    }
+
+    /// Its entries carry their time: a wall time (event files) or each step's own time
+    /// (mmengine's `time`). The others hold step numbers and figures only.
+    pub fn timed(self) -> bool {
+        matches!(self, Kind::Events | Kind::ScalarsJson)
     }
 
     /// Among the metric files of one run, which gives its steps: the one with wall times

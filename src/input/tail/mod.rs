@@ -39,6 +39,11 @@ pub struct FollowOptions {
     pub from_start: bool,
     /// Use inotify wake-ups; false leaves only the poll, as on NFS (also used to test that path).
     pub use_notify: bool,
+    /// The source index of the first file: metric files followed beside the logs take the
+    /// ones before it. The tail itself numbers its files from 0.
+    pub first_source: usize,
+    /// Metric files followed beside the logs give the run's steps (see `Feed`).
+    pub steps_elsewhere: bool,
 }
 
 impl Default for FollowOptions {
@@ -47,6 +52,8 @@ impl Default for FollowOptions {
             poll: Duration::from_secs(1),
             from_start: true,
             use_notify: true,
+            first_source: 0,
+            steps_elsewhere: false,
         }
     }
 }

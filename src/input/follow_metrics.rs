@@ -1,0 +1,93 @@
+//! The thread that follows metric files in the live modes, beside the follow thread of the
+//! logs: what each file holds at the start is read as history (timed by its own wall times),
+//! then each file is looked at four times a second and what was written since goes to the
+//! inbox as lines (`metrics::live`). Its files take the first source indices.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::input::ingest::Feed;
+use crate::input::metrics::live::Growing;
+use crate::input::metrics::{Entry, Kind};
+use crate::monitor::msg::{Msg, unix_now};
+use crate::parse::user::UserPattern;
+
+/// How often each file is looked at: a value flushed shows within this.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// Starts the thread for `files`, sources 0.. in their order. It ends when `stop` is set or
+/// the inbox is gone.
+pub fn spawn(
+    files: Vec<(PathBuf, Kind)>,
+    patterns: Arc<Vec<UserPattern>>,
+    stop: Arc<AtomicBool>,
+    inbox: SyncSender<Msg>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("steptop-metrics-follow".into())
+        .spawn(move || {
+            let mut followed: Vec<(Growing, Feed, u64)> = Vec::new();
+            for (i, (path, kind)) in files.into_iter().enumerate() {
+                let shown = path.display().to_string();
+                if inbox
+                    .send(Msg::Opened {
+                        source: i,
+                        path: shown.clone(),
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                followed.push((
+                    Growing::new(path, kind),
+                    Feed::new(i, &shown, patterns.clone()),
+                    0,
+                ));
+            }
+            let mut history = true;
+            while !stop.load(Ordering::Relaxed) {
+                for (i, (file, feed, lines)) in followed.iter_mut().enumerate() {
+                    let (entries, problems) = file.look();
+                    feed.stats.problems.extend(problems);
+                    // History is timed by the file's wall times; a live value arrives now,
+                    // unless the file gives no time of its own: a CSV logger writes a hundred
+                    // rows at once, and arrivals would make their steps take no time.
+                    let arrival = (!history && file.kind.timed()).then(unix_now);
+                    for e in entries {
+                        *lines += 1;
+                        if inbox
+                            .send(message(feed, *lines, e, file.kind, arrival))
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    if history && inbox.send(Msg::CaughtUp { source: i }).is_err() {
+                        return;
+                    }
+                }
+                history = false;
+                std::thread::sleep(LOOK_EVERY);
+            }
+        })
+}
+
+/// One entry as the line message the follow thread would send for a log line.
+fn message(feed: &mut Feed, line_no: u64, e: Entry, kind: Kind, arrival: Option<f64>) -> Msg {
+    let text = e.text.clone();
+    let mut records = Vec::new();
+    let (info, stamp) = feed.entry(line_no, e, kind.format(), arrival, &mut |_, r| {
+        records.push(r)
+    });
+    Msg::Line {
+        stamp,
+        info,
+        records,
+        text,
+        arrival,
+    }
+}

@@ -1,0 +1,228 @@
+//! A metric file that is still being written, read as it grows. An event file is appended
+//! to: each look reads the records whole since the last (a record half written waits for its
+//! bytes, so it never gives a value). A CSV or JSON metric file is rewritten: each look that
+//! finds it changed reads it again and hands on only the steps past the last one handed on.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::{Entry, Kind, Pending, event, read, tfrecord};
+
+/// One followed metric file.
+pub struct Growing {
+    pub path: PathBuf,
+    pub kind: Kind,
+    /// Event files: the offset of the first record not read yet.
+    offset: u64,
+    /// Event files: a length that failed its check; nothing after it can be read.
+    stuck: bool,
+    /// Rewritten files: the size and time of the version read last.
+    version: Option<(u64, SystemTime)>,
+    /// The last step handed on.
+    last_step: Option<u64>,
+    summary_sent: bool,
+}
+
+impl Growing {
+    pub fn new(path: PathBuf, kind: Kind) -> Growing {
+        Growing {
+            path,
+            kind,
+            offset: 0,
+            stuck: false,
+            version: None,
+            last_step: None,
+            summary_sent: false,
+        }
+    }
+
+    /// What was written since the last look: new entries, and what could not be read.
+    pub fn look(&mut self) -> (Vec<Entry>, Vec<String>) {
+        match self.kind {
+            Kind::Events => self.appended(),
+            _ => self.rewritten(),
+        }
+    }
+
+    fn appended(&mut self) -> (Vec<Entry>, Vec<String>) {
+        if self.stuck {
+            return (Vec::new(), Vec::new());
+        }
+        let Ok(bytes) = read_from(&self.path, self.offset) else {
+            return (Vec::new(), Vec::new());
+        };
+        let frames = tfrecord::frames(&bytes, self.offset);
+        self.offset += frames.consumed as u64;
+        self.stuck = frames.stuck;
+        let mut problems = frames.problems;
+        let mut entries = Vec::new();
+        let mut current: Option<Pending> = None;
+        for (offset, data) in frames.records {
+            let e = match event::Event::decode_from(data) {
+                Ok(e) => e,
+                Err(why) => {
+                    problems.push(format!("byte {offset}: {why}"));
+                    continue;
+                }
+            };
+            let scalars: Vec<(String, f64)> =
+                e.scalars().map(|(t, v)| (t.to_string(), v)).collect();
+            if scalars.is_empty() {
+                continue;
+            }
+            match &mut current {
+                Some(p) if p.step == e.step => p.values.extend(scalars),
+                _ => {
+                    entries.extend(current.take().map(Pending::entry));
+                    current = Some(Pending {
+                        step: e.step,
+                        time: e.wall_time,
+                        values: scalars,
+                    });
+                }
+            }
+        }
+        // What the writer flushed is shown now: a step whose values a later flush completes
+        // gives its later values without a step number of their own.
+        entries.extend(current.map(Pending::entry));
+        (self.past_last(entries), problems)
+    }
+
+    fn rewritten(&mut self) -> (Vec<Entry>, Vec<String>) {
+        let Ok(meta) = std::fs::metadata(&self.path) else {
+            return (Vec::new(), Vec::new());
+        };
+        let version = (
+            meta.len(),
+            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        );
+        if self.version == Some(version) {
+            return (Vec::new(), Vec::new());
+        }
+        self.version = Some(version);
+        let Ok(r) = read(&self.path, self.kind) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut entries = r.entries;
+        // The closing summary once, when it is there.
+        if self.summary_sent {
+            entries.retain(|e| step_of(e).is_some());
+        }
+        self.summary_sent |= entries.iter().any(|e| step_of(e).is_none());
+        (self.past_last(entries), r.problems)
+    }
+
+    /// The entries past the last step handed on; a step given again (the rest of its values
+    /// came in a later flush) keeps its values and loses its number.
+    fn past_last(&mut self, entries: Vec<Entry>) -> Vec<Entry> {
+        let mut out = Vec::new();
+        for mut e in entries {
+            match (step_of(&e), self.last_step) {
+                (Some(s), Some(last)) if s < last => continue,
+                (Some(s), Some(last)) if s == last => {
+                    if self.kind != Kind::Events {
+                        continue;
+                    }
+                    for r in &mut e.records {
+                        if let crate::parse::record::Record::Step(st) = r {
+                            st.step = None;
+                        }
+                    }
+                }
+                (Some(s), _) => self.last_step = Some(s),
+                (None, _) => {}
+            }
+            out.push(e);
+        }
+        out
+    }
+}
+
+fn step_of(e: &Entry) -> Option<u64> {
+    e.records.iter().find_map(|r| match r {
+        crate::parse::record::Record::Step(s) => s.step,
+        _ => None,
+    })
+}
+
+/// The file's bytes from `offset` on (none when it is shorter: a new file in its place
+/// starts again from the beginning on the next look).
+fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    if len < offset {
+        return Ok(Vec::new());
+    }
+    f.seek(SeekFrom::Start(offset))?;
+    let mut out = Vec::with_capacity((len - offset) as usize);
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+    use std::io::Write;
+
+    fn scalar(step: i64, tag: &str, v: f32) -> Vec<u8> {
+        let e = event::Event {
+            wall_time: 1000.0 + step as f64,
+            step,
+            file_version: None,
+            summary: Some(event::Summary {
+                value: vec![event::Value {
+                    tag: tag.into(),
+                    simple_value: Some(v),
+                    tensor: None,
+                }],
+            }),
+        };
+        tfrecord::frame(&e.encode_to_vec())
+    }
+
+    fn steps(entries: &[Entry]) -> Vec<Option<u64>> {
+        entries.iter().map(step_of).collect()
+    }
+
+    #[test]
+    fn an_event_file_is_read_as_it_grows_and_a_half_written_record_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.out.tfevents.1.host");
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&scalar(1, "loss", 2.0)).unwrap();
+        f.write_all(&scalar(2, "loss", 1.5)).unwrap();
+        let mut g = Growing::new(path.clone(), Kind::Events);
+        let (e, p) = g.look();
+        assert_eq!((steps(&e), p.len()), (vec![Some(1), Some(2)], 0));
+        // Half of step 3's loss: nothing yet.
+        let third = scalar(3, "loss", 1.25);
+        f.write_all(&third[..9]).unwrap();
+        assert!(g.look().0.is_empty());
+        // The rest of it, and step 3's lr flushed later: its values without a step number.
+        f.write_all(&third[9..]).unwrap();
+        assert_eq!(steps(&g.look().0), vec![Some(3)]);
+        f.write_all(&scalar(3, "lr", 0.1)).unwrap();
+        let late = g.look().0;
+        assert_eq!(steps(&late), vec![None]);
+        assert!(late[0].text.contains("lr=0.1"));
+    }
+
+    #[test]
+    fn a_rewritten_csv_gives_only_its_new_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics.csv");
+        std::fs::write(&path, "step,train_loss\n0,2.0\n1,1.9\n").unwrap();
+        let mut g = Growing::new(path.clone(), Kind::LightningCsv);
+        assert_eq!(steps(&g.look().0), vec![Some(0), Some(1)]);
+        assert!(g.look().0.is_empty(), "unchanged");
+        // Rewritten whole with a new column (Lightning, when val_loss first appears).
+        std::fs::write(
+            &path,
+            "step,train_loss,val_loss\n0,2.0,\n1,1.9,\n2,1.8,\n3,1.7,2.1\n",
+        )
+        .unwrap();
+        assert_eq!(steps(&g.look().0), vec![Some(2), Some(3)]);
+    }
+}
