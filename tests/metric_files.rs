@@ -302,3 +302,70 @@ fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn the_live_modes_take_a_run_directory_its_metric_files_giving_the_steps() {
+    let mut trainer = Command::new("sleep").arg("2").spawn().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .args([
+            "--headless",
+            "--no-probe",
+            "--format",
+            "json",
+            "--until-exit",
+        ])
+        .arg(trainer.id().to_string())
+        .arg(root().join("fixtures/metrics/hf_trainer"))
+        .output()
+        .unwrap();
+    trainer.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("steps from the tensorboard files"), "{err}");
+    let summary: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["kind"] == "summary")
+        .expect("a summary line");
+    let t = truth("hf_trainer");
+    let logged = t["steps_logged"].as_array().unwrap();
+    assert_eq!(summary["first_step"], logged[0], "{summary}");
+    assert_eq!(summary["step"], *logged.last().unwrap(), "{summary}");
+}
+
+#[test]
+fn the_configs_tags_name_what_a_column_is() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("metrics.csv"),
+        "step,objective,secs\n1,3.5,0.2\n2,3.25,0.2\n",
+    )
+    .unwrap();
+    let config = dir.path().join("steptop.toml");
+    std::fs::write(
+        &config,
+        "[tags]\nobjective = \"loss\"\nsecs = \"step-time-s\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
+        .env_remove("STEPTOP_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+        .args(["report", "--format", "json", "--config"])
+        .arg(&config)
+        .arg(dir.path().join("metrics.csv"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["loss"]["last"], 3.25);
+    assert_eq!(r["step_time_ms"]["p50"], 200.0);
+    // Without them the columns mean nothing to steptop.
+    let (plain, _) = report(&[&dir.path().join("metrics.csv")]);
+    assert_eq!(plain["steps"]["count"], 0);
+}

@@ -18,6 +18,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), Error> {
         replay::pace::Replay {
             paths,
             patterns: config.patterns.clone(),
+            tags: config.tags.clone(),
             speed: args.speed,
             from: args.from,
         },

@@ -61,6 +61,7 @@ pub(super) fn watch(
         follow_metrics::spawn(
             metric_files,
             config.patterns.clone(),
+            config.tags.clone(),
             stop.clone(),
             tx.clone(),
         )

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::input::ingest::Feed;
 use crate::input::metrics::live::Growing;
-use crate::input::metrics::{Entry, Kind};
+use crate::input::metrics::{Entry, Kind, UserTags};
 use crate::monitor::msg::{Msg, unix_now};
 use crate::parse::user::UserPattern;
 
@@ -24,6 +24,7 @@ const LOOK_EVERY: Duration = Duration::from_millis(250);
 pub fn spawn(
     files: Vec<(PathBuf, Kind)>,
     patterns: Arc<Vec<UserPattern>>,
+    tags: Arc<UserTags>,
     stop: Arc<AtomicBool>,
     inbox: SyncSender<Msg>,
 ) -> std::io::Result<JoinHandle<()>> {
@@ -42,11 +43,9 @@ pub fn spawn(
                 {
                     return;
                 }
-                followed.push((
-                    Growing::new(path, kind),
-                    Feed::new(i, &shown, patterns.clone()),
-                    0,
-                ));
+                let mut feed = Feed::new(i, &shown, patterns.clone());
+                feed.set_tags(tags.clone());
+                followed.push((Growing::new(path, kind), feed, 0));
             }
             let mut history = true;
             while !stop.load(Ordering::Relaxed) {
@@ -78,9 +77,9 @@ pub fn spawn(
 
 /// One entry as the line message the follow thread would send for a log line.
 fn message(feed: &mut Feed, line_no: u64, e: Entry, kind: Kind, arrival: Option<f64>) -> Msg {
-    let text = e.text.clone();
+    let text = e.text();
     let mut records = Vec::new();
-    let (info, stamp) = feed.entry(line_no, e, kind.format(), arrival, &mut |_, r| {
+    let (info, stamp) = feed.entry(line_no, &e, &text, kind.format(), arrival, &mut |_, r| {
         records.push(r)
     });
     Msg::Line {

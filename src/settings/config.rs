@@ -10,6 +10,8 @@ use serde::Deserialize;
 
 use crate::common::error::Error;
 use crate::diagnose::{DiagnoseConfig, DiagnoseSection};
+use crate::input::metrics::UserTags;
+use crate::input::metrics::tags::Figure;
 use crate::model::ModelConfig;
 use crate::parse::user::UserPattern;
 use crate::probe::stacks::StackOptions;
@@ -30,6 +32,9 @@ pub struct ConfigFile {
     pub stacks: StacksSection,
     #[serde(default)]
     pub cluster: ClusterSection,
+    /// `[tags]`: metric names (TensorBoard tags, CSV and JSON columns) and what each is.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
     /// `[rules.<id>]`: a rule's thresholds and timing, by key.
     #[serde(default)]
     pub rules: BTreeMap<String, BTreeMap<String, f64>>,
@@ -148,6 +153,8 @@ pub struct Config {
     /// How to sample the trainer's Python stacks; None: not at all.
     pub stacks: Option<StackOptions>,
     pub cluster: ClusterSection,
+    /// The user's own metric names, from `[tags]`.
+    pub tags: Arc<UserTags>,
 }
 
 impl Config {
@@ -170,6 +177,7 @@ impl Config {
             diagnose: DiagnoseConfig::default(),
             stacks: Some(StackOptions::default()),
             cluster: ClusterSection::default(),
+            tags: Arc::default(),
         }
     }
 
@@ -243,6 +251,17 @@ impl Config {
                 format!("'{stale}' is out of range: use more than 0, up to 86400"),
             ));
         }
+        let mut tags = UserTags::new();
+        for (name, what) in &file.tags {
+            let figure = Figure::parse(what).ok_or_else(|| {
+                let known: Vec<&str> = Figure::NAMES.iter().map(|(n, _)| *n).collect();
+                bad(
+                    &format!("tags.\"{name}\""),
+                    format!("'{what}' is not a figure: use one of {}", known.join(", ")),
+                )
+            })?;
+            tags.push((name.clone(), figure));
+        }
         let stacks = s.enabled.then(|| StackOptions {
             main_every: Duration::from_millis(s.main_every_ms),
             worker_every: Duration::from_millis(s.worker_every_ms),
@@ -258,6 +277,7 @@ impl Config {
             diagnose,
             stacks,
             cluster: file.cluster,
+            tags: Arc::new(tags),
         })
     }
 }
@@ -265,6 +285,28 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_name_a_figure_or_are_refused_with_the_names_there_are() {
+        let c = Config::parse(
+            "[tags]\n\"objective/total\" = \"loss\"\nlr = \"ignore\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let mut tags = c.tags.to_vec();
+        tags.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            tags,
+            vec![
+                ("lr".to_string(), None),
+                ("objective/total".to_string(), Some(Figure::Loss))
+            ]
+        );
+        let e = Config::parse("[tags]\nx = \"speed\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tags.\"x\"") && e.contains("step-time-s"), "{e}");
+    }
 
     #[test]
     fn an_empty_file_gives_the_defaults() {

@@ -64,11 +64,12 @@ fn read_metric_file(
     let read = metrics::read(path, kind)?;
     let mut lines = Lines::default();
     let mut records = Vec::new();
-    for (i, e) in read.entries.into_iter().enumerate() {
+    for (i, e) in read.entries.iter().enumerate() {
         let start = lines.text.len();
-        lines.text.extend_from_slice(e.text.as_bytes());
+        let text = e.text();
+        lines.text.extend_from_slice(text.as_bytes());
         let before = records.len();
-        let (info, stamp) = feed.entry(i as u64 + 1, e, kind.format(), None, &mut |_, r| {
+        let (info, stamp) = feed.entry(i as u64 + 1, e, &text, kind.format(), None, &mut |_, r| {
             records.push(r)
         });
         lines.heads.push(LineHead {

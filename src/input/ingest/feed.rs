@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::order::Order;
-use crate::input::metrics::Entry;
+use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
 use crate::model::source_stats::SourceStats;
 use crate::monitor::msg::Msg;
@@ -36,6 +36,7 @@ pub struct Feed {
     /// False when metric files read beside this log give the run's steps: its step lines are
     /// counted but their figures dropped, so that no step counts twice.
     steps: bool,
+    tags: Arc<UserTags>,
 }
 
 impl Feed {
@@ -53,6 +54,7 @@ impl Feed {
             year_reference: None,
             scratch: Vec::new(),
             steps: true,
+            tags: Arc::default(),
         }
     }
 
@@ -116,12 +118,19 @@ impl Feed {
         }
     }
 
-    /// A metric file's entry (`input::metrics`) the rest of its way, as a line with its wall
-    /// time and records, credited to the file's `format`: its records go to `sink`.
+    /// The user's own metric names (`[tags]`), for the metric files this feed reads.
+    pub fn set_tags(&mut self, tags: Arc<UserTags>) {
+        self.tags = tags;
+    }
+
+    /// A metric file's entry (`input::metrics`) the rest of its way, as the line `text` with
+    /// the entry's wall time and records, credited to the file's `format`: its records go to
+    /// `sink`.
     pub fn entry(
         &mut self,
         line_no: u64,
-        e: Entry,
+        e: &Entry,
+        text: &str,
         format: Format,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
@@ -131,11 +140,12 @@ impl Feed {
             format: Some(format),
             ..LineInfo::default()
         };
+        let records = e.records(&self.tags);
         self.pass(
             line_no,
-            e.text.as_bytes(),
+            text.as_bytes(),
             info,
-            e.records.into_iter(),
+            records.into_iter(),
             arrival,
             sink,
         )

@@ -124,11 +124,7 @@ impl Growing {
                     if self.kind != Kind::Events {
                         continue;
                     }
-                    for r in &mut e.records {
-                        if let crate::parse::record::Record::Step(st) = r {
-                            st.step = None;
-                        }
-                    }
+                    e.step = None;
                 }
                 (Some(s), _) => self.last_step = Some(s),
                 (None, _) => {}
@@ -140,10 +136,7 @@ impl Growing {
 }
 
 fn step_of(e: &Entry) -> Option<u64> {
-    e.records.iter().find_map(|r| match r {
-        crate::parse::record::Record::Step(s) => s.step,
-        _ => None,
-    })
+    e.step.filter(|_| e.summary.is_none())
 }
 
 /// The file's bytes from `offset` on (none when it is shorter: a new file in its place
@@ -206,7 +199,7 @@ mod tests {
         f.write_all(&scalar(3, "lr", 0.1)).unwrap();
         let late = g.look().0;
         assert_eq!(steps(&late), vec![None]);
-        assert!(late[0].text.contains("lr=0.1"));
+        assert!(late[0].text().contains("lr=0.1"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod tfrecord;
 
 use std::path::Path;
 
-use crate::parse::record::{Format, Record, StepRecord};
+use crate::parse::record::{Format, Record, StepRecord, SummaryRecord};
 
 /// Which kind of metric file a path is, by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,15 +71,61 @@ pub fn any<'a>(paths: impl IntoIterator<Item = &'a Path>) -> bool {
     paths.into_iter().any(|p| kind_of(p).is_some())
 }
 
-/// One logged step, as a log line would give it.
-#[derive(Clone, Debug, PartialEq)]
+/// One logged step as the file gives it: its number, its wall time where the file has one,
+/// and its named values. What the names mean is decided where it is read (`records`), with
+/// the user's own names from the config's `[tags]`.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Entry {
-    /// The file's own names and values, for the log pane: `step 120 train/loss=0.53`.
-    pub text: String,
+    pub step: Option<u64>,
     /// Wall time, Unix seconds, where the file has it.
     pub time: Option<f64>,
-    pub records: Vec<Record>,
+    pub values: Vec<(String, f64)>,
+    /// Hugging Face's closing entry (`train_runtime`, the run's mean loss): the run's summary,
+    /// not a step.
+    pub summary: Option<SummaryRecord>,
 }
+
+impl Entry {
+    /// The file's own names and values, for the log pane: `step 120 train/loss=0.53`.
+    pub fn text(&self) -> String {
+        let mut text = self.step.map(|s| format!("step {s}")).unwrap_or_default();
+        for (name, v) in &self.values {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(&format!("{name}={}", shown(*v)));
+        }
+        text
+    }
+
+    /// The records its values give: a step's figures (none when no name is one steptop reads),
+    /// or the run's summary.
+    pub fn records(&self, user: &UserTags) -> Vec<Record> {
+        if let Some(s) = &self.summary {
+            return vec![Record::Summary(s.clone())];
+        }
+        let mut rec = StepRecord {
+            step: self.step,
+            ..StepRecord::default()
+        };
+        let mut any = false;
+        for (name, v) in &self.values {
+            if let Some(f) = tags::figure_with(user, name) {
+                tags::set(&mut rec, f, *v);
+                any = true;
+            }
+        }
+        if any {
+            vec![Record::Step(rec)]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// The user's own metric names (`[tags]` in the config): a name and the figure it is, or
+/// None for a name to leave alone.
+pub type UserTags = Vec<(String, Option<tags::Figure>)>;
 
 /// A metric file's entries, and what in it could not be read.
 #[derive(Debug, Default)]
@@ -97,42 +143,6 @@ pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
         Kind::ScalarsJson => table::json_lines(&String::from_utf8_lossy(&bytes)),
         Kind::TrainerState => table::trainer_state(&String::from_utf8_lossy(&bytes)),
     })
-}
-
-/// A step's named values into an entry: the figures steptop reads, and all of them as text.
-pub(crate) fn entry(step: Option<u64>, time: Option<f64>, values: &[(String, f64)]) -> Entry {
-    let mut rec = StepRecord {
-        step,
-        ..StepRecord::default()
-    };
-    let mut text = match step {
-        Some(s) => format!("step {s}"),
-        None => String::new(),
-    };
-    for (name, v) in values {
-        if let Some(f) = tags::figure(name) {
-            tags::set(&mut rec, f, *v);
-        }
-        if !text.is_empty() {
-            text.push(' ');
-        }
-        text.push_str(&format!("{name}={}", shown(*v)));
-    }
-    let records = if rec.step.is_some()
-        && rec
-            != (StepRecord {
-                step,
-                ..StepRecord::default()
-            }) {
-        vec![Record::Step(rec)]
-    } else {
-        Vec::new()
-    };
-    Entry {
-        text,
-        time,
-        records,
-    }
 }
 
 /// A value as written: a 32-bit float (as TensorBoard stores scalars) in its shortest form.
@@ -201,7 +211,12 @@ struct Pending {
 
 impl Pending {
     fn entry(self) -> Entry {
-        entry(u64::try_from(self.step).ok(), Some(self.time), &self.values)
+        Entry {
+            step: u64::try_from(self.step).ok(),
+            time: Some(self.time),
+            values: self.values,
+            summary: None,
+        }
     }
 }
 
@@ -243,17 +258,26 @@ mod tests {
         file.extend(&torn[..torn.len() - 3]);
         let r = events(&file);
         assert_eq!(r.entries.len(), 3);
-        assert_eq!(r.entries[0].text, "step 1 train/loss=2.5 train/lr=0.001");
+        assert_eq!(r.entries[0].text(), "step 1 train/loss=2.5 train/lr=0.001");
         assert_eq!(r.entries[0].time, Some(100.0));
-        let Record::Step(s) = &r.entries[0].records[0] else {
+        let Record::Step(s) = &r.entries[0].records(&UserTags::new())[0] else {
             panic!("a step record")
         };
         assert_eq!((s.step, s.loss), (Some(1), Some(2.5)));
         assert!(s.lr.is_some_and(|lr| (lr - 0.001).abs() < 1e-9));
+        let eval = &r.entries[2];
         assert!(
-            r.entries[2].records.is_empty(),
+            eval.records(&UserTags::new()).is_empty(),
             "an evaluation figure is not a step"
         );
+        // Unless the config's [tags] says what it is.
+        let mine = vec![("val/loss".to_string(), Some(tags::Figure::Loss))];
+        let loss = |r: &Record| match r {
+            Record::Step(s) => s.loss,
+            _ => None,
+        };
+        // 2.2 as TensorBoard stores it, a 32-bit float.
+        assert_eq!(loss(&eval.records(&mine)[0]), Some(f64::from(2.2f32)));
         assert_eq!(r.problems.len(), 1);
         assert!(r.problems[0].contains("not whole"), "{:?}", r.problems);
     }

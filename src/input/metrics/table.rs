@@ -5,58 +5,32 @@
 
 use serde_json::{Map, Value};
 
-use super::{Entry, Read, entry};
-use crate::parse::record::{Record, SummaryRecord};
+use super::{Entry, Read};
+use crate::parse::record::SummaryRecord;
 
 /// Names that number the step rather than measure it.
 const STEP_NAMES: [&str; 3] = ["step", "iter", "global_step"];
 
 /// A row's step and its other numbers; rows of one step that follow each other are one
-/// (Lightning writes a row per `log` call site when they log apart).
+/// (Lightning writes a row per `log` call site when they log apart). A row without a step is
+/// nobody's.
 fn push(out: &mut Read, step: Option<u64>, values: Vec<(String, f64)>) {
-    let e = entry(step, None, &values);
-    if e.records.is_empty() {
+    if step.is_none() || values.is_empty() {
         return;
     }
-    let same_step = |last: &Entry| {
-        step.is_some()
-            && last
-                .records
-                .iter()
-                .any(|r| matches!(r, Record::Step(s) if s.step == step))
-    };
     match out.entries.last_mut() {
-        Some(last) if same_step(last) => *last = combine(last, e),
-        _ => out.entries.push(e),
-    }
-}
-
-/// Two entries of one step as one: the later figures fill in the earlier's gaps.
-fn combine(a: &Entry, b: Entry) -> Entry {
-    let (Some(Record::Step(x)), Some(Record::Step(y))) = (a.records.first(), b.records.first())
-    else {
-        return a.clone();
-    };
-    let mut s = x.clone();
-    let fill = |slot: &mut Option<f64>, v: Option<f64>| {
-        if slot.is_none() {
-            *slot = v;
+        Some(last) if last.step == step && last.summary.is_none() => {
+            for (name, v) in values {
+                if !last.values.iter().any(|(n, _)| *n == name) {
+                    last.values.push((name, v));
+                }
+            }
         }
-    };
-    fill(&mut s.loss, y.loss);
-    fill(&mut s.lr, y.lr);
-    fill(&mut s.grad_norm, y.grad_norm);
-    fill(&mut s.step_time_ms, y.step_time_ms);
-    fill(&mut s.data_time_ms, y.data_time_ms);
-    fill(&mut s.samples_per_s, y.samples_per_s);
-    fill(&mut s.tokens_per_s, y.tokens_per_s);
-    fill(&mut s.memory_mb, y.memory_mb);
-    fill(&mut s.epoch, y.epoch);
-    let rest = b.text.split_once(' ').map_or("", |(_, r)| r);
-    Entry {
-        text: format!("{} {rest}", a.text).trim_end().to_string(),
-        time: a.time,
-        records: vec![Record::Step(s)],
+        _ => out.entries.push(Entry {
+            step,
+            values,
+            ..Entry::default()
+        }),
     }
 }
 
@@ -158,15 +132,17 @@ pub fn trainer_state(text: &str) -> Read {
         }
         let f = |k: &str| obj.get(k).and_then(Value::as_f64);
         if obj.contains_key("train_runtime") {
+            let (step, values) = numbers(obj);
             out.entries.push(Entry {
-                text: serde_json::to_string(obj).unwrap_or_default(),
+                step,
+                values,
                 time: None,
-                records: vec![Record::Summary(SummaryRecord {
+                summary: Some(SummaryRecord {
                     runtime_s: f("train_runtime"),
                     samples_per_s: f("train_samples_per_second"),
                     steps_per_s: f("train_steps_per_second"),
                     loss: f("train_loss"),
-                })],
+                }),
             });
             continue;
         }
@@ -179,14 +155,15 @@ pub fn trainer_state(text: &str) -> Read {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::record::StepRecord;
+    use crate::input::metrics::UserTags;
+    use crate::parse::record::{Record, StepRecord};
 
     fn steps(r: &Read) -> Vec<StepRecord> {
         r.entries
             .iter()
-            .flat_map(|e| &e.records)
+            .flat_map(|e| e.records(&UserTags::new()))
             .filter_map(|r| match r {
-                Record::Step(s) => Some(s.clone()),
+                Record::Step(s) => Some(s),
                 _ => None,
             })
             .collect()
@@ -246,7 +223,8 @@ mod tests {
             (s[1].step, s[1].loss, s[1].grad_norm),
             (Some(10), Some(1.8), Some(1.1))
         );
-        let Some(Record::Summary(sum)) = r.entries.last().and_then(|e| e.records.first()) else {
+        let last = r.entries.last().unwrap().records(&UserTags::new());
+        let Some(Record::Summary(sum)) = last.first() else {
             panic!("a summary")
         };
         assert_eq!((sum.runtime_s, sum.loss), (Some(12.5), Some(1.9)));

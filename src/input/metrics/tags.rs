@@ -76,6 +76,38 @@ pub fn figure(name: &str) -> Option<Figure> {
     })
 }
 
+/// The figure a name gives: the user's own names first (`[tags]`), then the common ones.
+pub fn figure_with(user: &[(String, Option<Figure>)], name: &str) -> Option<Figure> {
+    match user.iter().find(|(n, _)| n == name) {
+        Some((_, f)) => *f,
+        None => figure(name),
+    }
+}
+
+impl Figure {
+    /// The names the config's `[tags]` table uses, `ignore` for a name to leave alone.
+    pub const NAMES: [(&'static str, Option<Figure>); 10] = [
+        ("loss", Some(Figure::Loss)),
+        ("lr", Some(Figure::Lr)),
+        ("grad-norm", Some(Figure::GradNorm)),
+        ("step-time-s", Some(Figure::StepTime)),
+        ("data-time-s", Some(Figure::DataTime)),
+        ("samples-per-s", Some(Figure::SamplesPerS)),
+        ("tokens-per-s", Some(Figure::TokensPerS)),
+        ("memory-mib", Some(Figure::Memory)),
+        ("epoch", Some(Figure::Epoch)),
+        ("ignore", None),
+    ];
+
+    /// A `[tags]` value: Some(figure or None to ignore), or None for a name it does not know.
+    pub fn parse(name: &str) -> Option<Option<Figure>> {
+        Figure::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| *f)
+    }
+}
+
 /// Puts one figure into a step's record, in the record's units.
 pub fn set(rec: &mut StepRecord, f: Figure, v: f64) {
     let slot = match f {

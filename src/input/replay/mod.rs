@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::common::error::Error;
 use crate::input::ingest::Feed;
+use crate::input::metrics::UserTags;
 use crate::input::recording::{self, Entry};
 use crate::monitor::msg::Msg;
 use crate::parse::user::UserPattern;
@@ -21,6 +22,16 @@ use crate::parse::user::UserPattern;
 pub fn messages(
     paths: &[&Path],
     patterns: &Arc<Vec<UserPattern>>,
+    first_source: usize,
+    each: &mut dyn FnMut(Msg, u64),
+) -> Result<Vec<Feed>, Error> {
+    messages_tagged(paths, (patterns, &Arc::default()), first_source, each)
+}
+
+/// As `messages`, with the user's own metric names (`[tags]`) for metric files.
+pub fn messages_tagged(
+    paths: &[&Path],
+    (patterns, tags): (&Arc<Vec<UserPattern>>, &Arc<UserTags>),
     first_source: usize,
     each: &mut dyn FnMut(Msg, u64),
 ) -> Result<Vec<Feed>, Error> {
@@ -36,6 +47,7 @@ pub fn messages(
                 at: u64| {
         let source = first_source + feeds.len();
         let mut feed = Feed::new(source, path, patterns.clone());
+        feed.set_tags(tags.clone());
         feed.set_year_reference(written);
         feeds.push(feed);
         each(

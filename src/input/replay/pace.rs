@@ -79,6 +79,8 @@ pub enum Control {
 pub struct Replay {
     pub paths: Vec<PathBuf>,
     pub patterns: Arc<Vec<UserPattern>>,
+    /// The user's own metric names, for metric files.
+    pub tags: Arc<crate::input::metrics::UserTags>,
     pub speed: Speed,
     /// Messages before this step are sent at once.
     pub from: Option<u64>,
@@ -110,7 +112,8 @@ pub fn spawn(
             let mut pacer = Pacer::new(replay.speed, replay.from, total, control);
             let backlog = Backlog::default();
             let paths: Vec<&std::path::Path> = replay.paths.iter().map(PathBuf::as_path).collect();
-            let result = super::messages(&paths, &replay.patterns, 0, &mut |msg, bytes| {
+            let vocabulary = (&replay.patterns, &replay.tags);
+            let result = super::messages_tagged(&paths, vocabulary, 0, &mut |msg, bytes| {
                 match msg {
                     // Lines read in bulk go in bulk at full speed; at a pace, one by one.
                     Msg::Lines(lines) if !pacer.at_full_speed() => {

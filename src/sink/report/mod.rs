@@ -65,6 +65,7 @@ pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Resul
         if metric_files && crate::input::metrics::kind_of(path).is_none() {
             feed.steps_elsewhere();
         }
+        feed.set_tags(cfg.tags.clone());
         feed.set_year_reference(crate::input::file::modified(path));
         ingest::read_file(path, &mut feed, &mut |lines| {
             model.lines(lines, &mut |_, _| {})
