@@ -9,7 +9,7 @@ use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
 use crate::model::source_stats::SourceStats;
 use crate::monitor::msg::Msg;
-use crate::parse::record::{EventKind, Format, Record};
+use crate::parse::record::{ConfigFact, EventKind, Format, Record};
 use crate::parse::user::UserPattern;
 use crate::parse::{LineInfo, Parser, prefix};
 
@@ -210,9 +210,14 @@ impl Feed {
         }
         self.stats.count(line_no, raw, info, records.len());
         for rec in records {
-            if !self.steps && matches!(rec, Record::Step(_)) {
-                continue;
-            }
+            let rec = match rec {
+                // A step line beside the metric files still says how many steps the run takes.
+                Record::Step(s) if !self.steps => match s.total {
+                    Some(t) if s.counter.is_global() => Record::Config(ConfigFact::TotalSteps(t)),
+                    _ => continue,
+                },
+                rec => rec,
+            };
             if !stamp.real_time
                 && let Record::Step(s) = &rec
                 && let Some(ms) = s.step_time_ms
