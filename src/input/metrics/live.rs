@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Entry, Kind, Pending, event, read, tfrecord};
+use super::{Entry, Kind, read, steps, tfrecord};
 
 /// One followed metric file.
 pub struct Growing {
@@ -56,36 +56,9 @@ impl Growing {
         self.offset += frames.consumed as u64;
         self.stuck = frames.stuck;
         let mut problems = frames.problems;
-        let mut entries = Vec::new();
-        let mut current: Option<Pending> = None;
-        for (offset, data) in frames.records {
-            let e = match event::Event::decode_from(data) {
-                Ok(e) => e,
-                Err(why) => {
-                    problems.push(format!("byte {offset}: {why}"));
-                    continue;
-                }
-            };
-            let scalars: Vec<(String, f64)> =
-                e.scalars().map(|(t, v)| (t.to_string(), v)).collect();
-            if scalars.is_empty() {
-                continue;
-            }
-            match &mut current {
-                Some(p) if p.step == e.step => p.values.extend(scalars),
-                _ => {
-                    entries.extend(current.take().map(Pending::entry));
-                    current = Some(Pending {
-                        step: e.step,
-                        time: e.wall_time,
-                        values: scalars,
-                    });
-                }
-            }
-        }
         // What the writer flushed is shown now: a step whose values a later flush completes
-        // gives its later values without a step number of their own.
-        entries.extend(current.map(Pending::entry));
+        // gives its later values without a step number of their own (`past_last`).
+        let entries = steps(&frames.records, &mut problems);
         (self.past_last(entries), problems)
     }
 
@@ -156,23 +129,10 @@ fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prost::Message;
     use std::io::Write;
 
     fn scalar(step: i64, tag: &str, v: f32) -> Vec<u8> {
-        let e = event::Event {
-            wall_time: 1000.0 + step as f64,
-            step,
-            file_version: None,
-            summary: Some(event::Summary {
-                value: vec![event::Value {
-                    tag: tag.into(),
-                    simple_value: Some(v),
-                    tensor: None,
-                }],
-            }),
-        };
-        tfrecord::frame(&e.encode_to_vec())
+        super::super::scalar(step, 1000.0 + step as f64, tag, v)
     }
 
     fn steps(entries: &[Entry]) -> Vec<Option<u64>> {

@@ -169,12 +169,20 @@ fn events(bytes: &[u8]) -> Read {
             frames.consumed
         ));
     }
+    out.entries = steps(&frames.records, &mut out.problems);
+    out
+}
+
+/// Event records (with their offsets) as entries, one per step: consecutive events of one
+/// step are one entry, at the first one's wall time. A record that is not an event is named.
+fn steps(records: &[(u64, &[u8])], problems: &mut Vec<String>) -> Vec<Entry> {
+    let mut entries = Vec::new();
     let mut current: Option<Pending> = None;
-    for (offset, data) in frames.records {
+    for (offset, data) in records {
         let e = match event::Event::decode_from(data) {
             Ok(e) => e,
             Err(why) => {
-                out.problems.push(format!("byte {offset}: {why}"));
+                problems.push(format!("byte {offset}: {why}"));
                 continue;
             }
         };
@@ -185,9 +193,7 @@ fn events(bytes: &[u8]) -> Read {
         match &mut current {
             Some(p) if p.step == e.step => p.values.extend(scalars),
             _ => {
-                if let Some(p) = current.take() {
-                    out.entries.push(p.entry());
-                }
+                entries.extend(current.take().map(Pending::entry));
                 current = Some(Pending {
                     step: e.step,
                     time: e.wall_time,
@@ -196,10 +202,8 @@ fn events(bytes: &[u8]) -> Read {
             }
         }
     }
-    if let Some(p) = current {
-        out.entries.push(p.entry());
-    }
-    out
+    entries.extend(current.map(Pending::entry));
+    entries
 }
 
 /// The scalars of one step gathered so far, at its first event's wall time.
@@ -220,26 +224,29 @@ impl Pending {
     }
 }
 
+/// One scalar as an event record, framed as a writer frames it: for tests.
+#[cfg(test)]
+pub fn scalar(step: i64, t: f64, tag: &str, v: f32) -> Vec<u8> {
+    use prost::Message;
+    let e = event::Event {
+        wall_time: t,
+        step,
+        file_version: None,
+        summary: Some(event::Summary {
+            value: vec![event::Value {
+                tag: tag.into(),
+                simple_value: Some(v),
+                tensor: None,
+            }],
+        }),
+    };
+    tfrecord::frame(&e.encode_to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use prost::Message;
-
-    fn scalar(step: i64, t: f64, tag: &str, v: f32) -> Vec<u8> {
-        let e = event::Event {
-            wall_time: t,
-            step,
-            file_version: None,
-            summary: Some(event::Summary {
-                value: vec![event::Value {
-                    tag: tag.into(),
-                    simple_value: Some(v),
-                    tensor: None,
-                }],
-            }),
-        };
-        tfrecord::frame(&e.encode_to_vec())
-    }
 
     #[test]
     fn a_steps_scalars_are_one_entry_at_its_first_wall_time() {
