@@ -303,8 +303,9 @@ fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
     let _ = child.wait();
 }
 
-#[test]
-fn the_live_modes_take_a_run_directory_its_metric_files_giving_the_steps() {
+/// The summary line of a headless steptop following `dir` until a short-lived trainer exits,
+/// and what it said on stderr.
+fn followed_summary(dir: &Path) -> (Value, String) {
     let mut trainer = Command::new("sleep").arg("2").spawn().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
         .env_remove("STEPTOP_CONFIG")
@@ -317,22 +318,33 @@ fn the_live_modes_take_a_run_directory_its_metric_files_giving_the_steps() {
             "--until-exit",
         ])
         .arg(trainer.id().to_string())
-        .arg(root().join("fixtures/metrics/hf_trainer"))
+        .arg(dir)
         .output()
         .unwrap();
     trainer.wait().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("steps from the tensorboard files"), "{err}");
-    let summary: Value = String::from_utf8_lossy(&out.stdout)
+    let summary = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|v| v["kind"] == "summary")
         .expect("a summary line");
+    (summary, err)
+}
+
+#[test]
+fn the_live_modes_take_a_run_directory_its_metric_files_giving_the_steps() {
+    let (summary, err) = followed_summary(&root().join("fixtures/metrics/hf_trainer"));
+    assert!(err.contains("steps from the tensorboard files"), "{err}");
     let t = truth("hf_trainer");
     let logged = t["steps_logged"].as_array().unwrap();
     assert_eq!(summary["first_step"], logged[0], "{summary}");
     assert_eq!(summary["step"], *logged.last().unwrap(), "{summary}");
+    // A restart's second event file is read after the first, as one run.
+    let (summary, _) = followed_summary(&root().join("fixtures/metrics/summarywriter"));
+    let t = truth("summarywriter");
+    assert_eq!(summary["first_step"], 1, "{summary}");
+    assert_eq!(summary["step"], t["optimizer_steps"], "{summary}");
 }
 
 #[test]

@@ -52,6 +52,17 @@ fn live_inputs(args: &[String]) -> Result<LiveInputs, Error> {
             logs.push(input::InputSpec::parse(a).map_err(Error::Usage)?);
         }
     }
+    // The event files of one directory are one writer's, restarted: the first is followed,
+    // and reading goes on in each newer one (`metrics::live`).
+    let mut dirs = Vec::new();
+    metric_files.retain(|(p, k)| {
+        *k != input::metrics::Kind::Events || {
+            let dir = p.parent().map(PathBuf::from);
+            let first = !dirs.contains(&dir);
+            dirs.push(dir);
+            first
+        }
+    });
     Ok((logs, metric_files))
 }
 

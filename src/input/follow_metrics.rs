@@ -50,7 +50,19 @@ pub fn spawn(
             let mut history = true;
             while !stop.load(Ordering::Relaxed) {
                 for (i, (file, feed, lines)) in followed.iter_mut().enumerate() {
+                    let path = file.path.clone();
                     let (entries, problems) = file.look();
+                    // A restart's new event file takes the source over, as a rotated log does.
+                    if file.path != path
+                        && inbox
+                            .send(Msg::Opened {
+                                source: i,
+                                path: file.path.display().to_string(),
+                            })
+                            .is_err()
+                    {
+                        return;
+                    }
                     feed.stats.problems.extend(problems);
                     // History is timed by the file's wall times; a live value arrives now,
                     // unless the file gives no time of its own: a CSV logger writes a hundred

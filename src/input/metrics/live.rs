@@ -1,7 +1,9 @@
 //! A metric file that is still being written, read as it grows. An event file is appended
 //! to: each look reads the records whole since the last (a record half written waits for its
-//! bytes, so it never gives a value). A CSV or JSON metric file is rewritten: each look that
-//! finds it changed reads it again and hands on only the steps past the last one handed on.
+//! bytes, so it never gives a value), and when a newer event file appears beside it (the job
+//! restarted: a writer starts a new file) reading goes on there, as a rotated log's does. A
+//! CSV or JSON metric file is rewritten: each look that finds it changed reads it again and
+//! hands on only the steps past the last one handed on.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -46,6 +48,20 @@ impl Growing {
     }
 
     fn appended(&mut self) -> (Vec<Entry>, Vec<String>) {
+        let (mut entries, mut problems) = self.read_appended();
+        // A newer file beside it: this one is done (its last whole records were just read).
+        if let Some(next) = newer_sibling(&self.path) {
+            self.path = next;
+            self.offset = 0;
+            self.stuck = false;
+            let (more, more_problems) = self.read_appended();
+            entries.extend(more);
+            problems.extend(more_problems);
+        }
+        (entries, problems)
+    }
+
+    fn read_appended(&mut self) -> (Vec<Entry>, Vec<String>) {
         if self.stuck {
             return (Vec::new(), Vec::new());
         }
@@ -108,6 +124,20 @@ impl Growing {
     }
 }
 
+/// The next event file after `path` in its directory, by name: writers name them
+/// `events.out.tfevents.<unix seconds>.<host>...`, so a later start sorts after.
+fn newer_sibling(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let dir = path.parent()?;
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("events.out.tfevents.") && n.as_str() > name)
+        .min()
+        .map(|n| dir.join(n))
+}
+
 fn step_of(e: &Entry) -> Option<u64> {
     e.step.filter(|_| e.summary.is_none())
 }
@@ -160,6 +190,35 @@ mod tests {
         let late = g.look().0;
         assert_eq!(steps(&late), vec![None]);
         assert!(late[0].text().contains("lr=0.1"));
+    }
+
+    #[test]
+    fn a_restart_writes_a_new_event_file_and_reading_goes_on_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("events.out.tfevents.1795652626.vm.1.0");
+        std::fs::write(
+            &first,
+            [scalar(1, "loss", 2.0), scalar(2, "loss", 1.5)].concat(),
+        )
+        .unwrap();
+        let mut g = Growing::new(first.clone(), Kind::Events);
+        assert_eq!(steps(&g.look().0), vec![Some(1), Some(2)]);
+        // The job's last record before it stopped, and the new file of the restart.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&first)
+            .unwrap();
+        f.write_all(&scalar(3, "loss", 1.4)).unwrap();
+        let second = dir.path().join("events.out.tfevents.1795652634.vm.1.1");
+        std::fs::write(&second, scalar(4, "loss", 1.3)).unwrap();
+        assert_eq!(steps(&g.look().0), vec![Some(3), Some(4)]);
+        assert_eq!(g.path, second);
+        std::fs::write(
+            &second,
+            [scalar(4, "loss", 1.3), scalar(5, "loss", 1.2)].concat(),
+        )
+        .unwrap();
+        assert_eq!(steps(&g.look().0), vec![Some(5)]);
     }
 
     #[test]
