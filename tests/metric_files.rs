@@ -5,6 +5,8 @@
 //! mean (Hugging Face every 5 steps, mmengine every 10) are held to the mean step time; those
 //! that log every step to the median as well. Then torn and corrupted event files.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -380,4 +382,20 @@ fn the_configs_tags_name_what_a_column_is() {
     // Without them the columns mean nothing to steptop.
     let (plain, _) = report(&[&dir.path().join("metrics.csv")]);
     assert_eq!(plain["steps"]["count"], 0);
+}
+
+#[test]
+fn the_live_view_says_a_damaged_record_and_reads_on() {
+    let dir = root().join("fixtures/metrics/damaged");
+    let script = format!(
+        "{} --no-probe {}; sleep 30",
+        env!("CARGO_BIN_EXE_steptop"),
+        dir.join("events.out.tfevents.1795652626.badcrc").display()
+    );
+    let t = support::tmux::Tmux::start("damaged", 120, 12, &dir, &script);
+    let s = t.wait("the damaged record in the header", |s| {
+        s.contains("damaged: byte 14793: a record whose data fails its checksum")
+    });
+    assert!(s.contains("step 120"), "the rest is read:\n{s}");
+    t.keys(&["q"]);
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::input::ingest::Feed;
 use crate::input::metrics::live::Growing;
 use crate::input::metrics::{Entry, Kind, UserTags};
-use crate::monitor::msg::{Msg, unix_now};
+use crate::monitor::msg::{FileStatus, Msg, unix_now};
 use crate::parse::user::UserPattern;
 
 /// How often each file is looked at: a value flushed shows within this.
@@ -58,6 +58,17 @@ pub fn spawn(
                             .send(Msg::Opened {
                                 source: i,
                                 path: file.path.display().to_string(),
+                            })
+                            .is_err()
+                    {
+                        return;
+                    }
+                    // The first problem of a look is said in the view; all go to the report.
+                    if let Some(p) = problems.first()
+                        && inbox
+                            .send(Msg::Status {
+                                source: i,
+                                status: FileStatus::Damaged(p.clone()),
                             })
                             .is_err()
                     {

@@ -210,6 +210,9 @@ pub enum FileStatus {
     /// It matched, but `FILES_FOLLOWED` files are followed already: it and later matches are
     /// left out. Said by the first file left out, once.
     NotFollowed,
+    /// Part of a metric file could not be read (a record that fails its checksum), with where;
+    /// the rest of it still is.
+    Damaged(String),
 }
 
 /// Messages the inbox holds before its producers wait. Bounded, so that a thread reading a

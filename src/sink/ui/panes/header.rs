@@ -73,6 +73,7 @@ fn sources<'a>(v: &View, width: usize) -> Vec<Span<'a>> {
         (None, Some(FileStatus::Deleted)) => ("deleted".into(), Role::Warn),
         (None, Some(FileStatus::Unreadable(why))) => (format!("unreadable: {why}"), Role::Crit),
         (None, Some(FileStatus::NotFollowed)) => ("not followed".into(), Role::Warn),
+        (None, Some(FileStatus::Damaged(why))) => (format!("damaged: {why}"), Role::Warn),
         (None, _) if !v.mon.caught_up() => ("reading history".into(), Role::Muted),
         (None, _) => ("following".into(), Role::Ok),
     };
