@@ -212,7 +212,27 @@ pub fn alert_text(c: &Change, a: &Alert, origin: &Origin) -> String {
             origin.line.unwrap_or(0)
         ));
     }
+    if let Some(job) = &origin.job {
+        out.push_str(&job_text(job));
+    }
     out
+}
+
+/// ` (job 4180321 node 3 rank 27)`: the parts known, for a text line.
+fn job_text(job: &JobIdentity) -> String {
+    let parts: Vec<String> = [
+        job.id.as_ref().map(|id| format!("job {}", one_line(id))),
+        job.node.map(|n| format!("node {n}")),
+        job.rank.map(|r| format!("rank {r}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(" "))
+    }
 }
 
 pub fn status_json(s: &Status) -> String {
@@ -351,6 +371,23 @@ mod tests {
         assert_eq!(v["gain"], 0.43);
         assert_eq!(v["step"], 120);
         assert_eq!(v["change"], "raised");
+    }
+
+    #[test]
+    fn a_text_line_names_the_job_node_and_rank_it_knows() {
+        let (c, a) = change();
+        let origin = Origin {
+            job: Some(JobIdentity {
+                id: Some("4180321".into()),
+                node: Some(3),
+                rank: Some(27),
+                ..JobIdentity::default()
+            }),
+            ..Origin::default()
+        };
+        let line = alert_text(&c, &a, &origin);
+        assert!(line.ends_with(" (job 4180321 node 3 rank 27)"), "{line}");
+        assert!(!alert_text(&c, &a, &Origin::default()).contains("(job"));
     }
 
     #[test]
