@@ -63,7 +63,7 @@ pub fn spawn(
                     {
                         return;
                     }
-                    // The first problem of a look is said in the view; all go to the report.
+                    // The first problem of a look is said in the view (`report` lists them all).
                     if let Some(p) = problems.first()
                         && inbox
                             .send(Msg::Status {
@@ -74,7 +74,6 @@ pub fn spawn(
                     {
                         return;
                     }
-                    feed.stats.problems.extend(problems);
                     // History is timed by the file's wall times; a live value arrives now,
                     // unless the file gives no time of its own: a CSV logger writes a hundred
                     // rows at once, and arrivals would make their steps take no time.
