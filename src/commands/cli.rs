@@ -36,8 +36,9 @@ pub struct LiveArgs {
     pub pid: Option<u32>,
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Log files or globs to follow (`'logs/rank*.log'`); a file that does not exist yet is
-    /// waited for.
+    /// Log files or globs to follow (`'logs/rank*.log'`), metric files (TensorBoard events,
+    /// metrics.csv, scalars.json, trainer_state.json) or a run directory holding them; a file
+    /// that does not exist yet is waited for.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<String>,
 }
@@ -239,7 +240,8 @@ pub struct ReplayArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Finished logs (or globs) and recordings, read in the order given.
+    /// Finished logs (or globs), metric files, run directories and recordings, read in the
+    /// order given.
     #[arg(required = true, value_name = "LOG|RECORDING")]
     pub logs: Vec<String>,
 }
@@ -368,7 +370,8 @@ pub struct ReportArgs {
     /// Config file (patterns for in-house formats, window sizes).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Log files or globs (`'logs/rank*.log'`), read in the order given.
+    /// Log files or globs (`'logs/rank*.log'`), metric files or run directories, read in the
+    /// order given.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<String>,
 }
