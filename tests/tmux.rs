@@ -284,3 +284,52 @@ fn the_python_pane_names_the_hot_function_and_no_py_spy_text_reaches_the_screen(
     tmux.keys(&["q"]);
     tmux.wait("the exit line", |s| s.contains("exit=0"));
 }
+
+#[test]
+fn report_shows_its_progress_on_a_terminal_and_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // About 10 MB: seconds for a debug build, past the half second before the bar shows.
+    let one = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/runs/data_bound_two_workers/train.log"),
+    )
+    .unwrap();
+    let log = dir.path().join("big.log");
+    std::fs::write(&log, one.repeat(10_000_000 / one.len())).unwrap();
+    let script = format!(
+        "{} report big.log > report.txt; echo \"exit=$?\"; sleep 60",
+        steptop().display()
+    );
+    let t = Tmux::start("progress", 100, 10, dir.path(), &script);
+    let s = t.wait("the progress bar", |s| {
+        s.contains("1/1 big.log [") && s.contains("MiB/") && s.contains("left")
+    });
+    assert!(s.lines().count() <= 10, "{s}");
+    let s = t.wait("the report", |s| s.contains("exit=0"));
+    assert!(!s.contains("big.log ["), "the bar is cleared:\n{s}");
+    let report = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
+    assert!(report.starts_with("steptop report: 1 file"), "{report}");
+
+    // Not on a terminal, or with --quiet: nothing on stderr.
+    let out = Command::new(steptop())
+        .args(["report", "--quiet"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(steptop())
+        .arg("report")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

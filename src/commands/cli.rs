@@ -370,6 +370,9 @@ pub struct ReportArgs {
     /// Config file (patterns for in-house formats, window sizes).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Draw no progress bar on stderr (drawn only on a terminal, for reads over half a second).
+    #[arg(long)]
+    pub quiet: bool,
     /// Log files or globs (`'logs/rank*.log'`), metric files or run directories, read in the
     /// order given.
     #[arg(required = true, value_name = "LOG")]
@@ -387,6 +390,9 @@ pub struct CompareArgs {
     /// A name for each run, in order (default: the file or directory name).
     #[arg(long = "label", value_name = "NAME")]
     pub labels: Vec<String>,
+    /// Draw no progress bar on stderr (drawn only on a terminal, for reads over half a second).
+    #[arg(long)]
+    pub quiet: bool,
     /// Runs, the baseline first: a log file, a quoted glob (`'runA/rank*.log'`), a directory
     /// (every file in it) or a `probe --record` recording. One log that holds several runs
     /// (appended runs, restarts, resumes) compares its runs.

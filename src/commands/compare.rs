@@ -8,6 +8,7 @@ use super::{load_config, run_label, run_paths, write_stdout};
 use crate::common::error::Error;
 use crate::settings::config::Config;
 use crate::settings::theme;
+use crate::sink::progress::{self, Progress};
 use crate::sink::{compare, report};
 
 /// Reads each run and prints what differs between them, and why.
@@ -53,7 +54,8 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
             run.label = format!("{}/{}", p.to_string_lossy(), run.label);
         }
     }
-    let c = compare::compare(&runs, &cfg)?;
+    let total = progress::total_bytes(runs.iter().flat_map(|r| &r.paths));
+    let c = compare::compare(&runs, &cfg, &Progress::new(total, args.quiet))?;
     let text = match args.format {
         CompareFormat::Text => {
             // Colours only on a terminal, in the theme the live view would use.

@@ -3,13 +3,17 @@
 use super::cli::{ReportArgs, ReportFormat};
 use super::{expand_inputs, load_config, write_stdout};
 use crate::common::error::Error;
+use crate::sink::progress::{self, Progress};
 use crate::sink::report;
 
 /// Reads the logs whole and prints the report.
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let cfg = load_config(args.config.as_deref())?;
     let paths = expand_inputs(&args.logs)?;
-    let analysis = report::analyze(&paths, &cfg)?;
+    let progress = Progress::new(progress::total_bytes(&paths), args.quiet);
+    let analysis = report::analyze_run(&paths, &cfg, None, &progress)?;
+    // The bar is cleared before the report is printed.
+    drop(progress);
     let r = report::Report::build(&analysis);
     let text = match args.format {
         ReportFormat::Text => report::render_text(&r),

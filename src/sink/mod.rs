@@ -9,5 +9,6 @@ pub mod cluster;
 pub mod compare;
 pub mod headless;
 pub mod metrics;
+pub mod progress;
 pub mod report;
 pub mod ui;

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::common::error::Error;
 use crate::settings::config::Config;
+use crate::sink::progress::Progress;
 use crate::sink::report::{self, Report};
 
 /// Version of the compare JSON; bumped when a field changes meaning or goes away.
@@ -100,14 +101,14 @@ pub struct RunDrawing {
 
 /// Reads every run, all at once (each through report's ingest, on a thread of its own), and
 /// compares them.
-pub fn compare(runs: &[RunInput], cfg: &Config) -> Result<Comparison, Error> {
+pub fn compare(runs: &[RunInput], cfg: &Config, progress: &Progress) -> Result<Comparison, Error> {
     type Read = Result<(Report, report::Curves), Error>;
     let reports: Vec<Read> = std::thread::scope(|scope| {
         let handles: Vec<_> = runs
             .iter()
             .map(|run| {
                 scope.spawn(move || {
-                    report::analyze_run(&run.paths, cfg, run.run)
+                    report::analyze_run(&run.paths, cfg, run.run, progress)
                         .map(|a| (Report::build(&a), report::Curves::of(&a.model)))
                 })
             })

@@ -25,6 +25,7 @@ use crate::model::{Facts, Model};
 use crate::monitor::Monitor;
 use crate::parse::record::SummaryRecord;
 use crate::settings::config::Config;
+use crate::sink::progress::Progress;
 
 pub(crate) use html::{Curve, Draw, chart, esc as html_escape, page_start, share_bar};
 pub use html::{Curves, render as render_html};
@@ -43,18 +44,26 @@ pub struct Analysis {
 
 /// Reads every file whole, in the order given, into one model and its diagnosis.
 pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
-    analyze_run(paths, cfg, None)
+    analyze_run(paths, cfg, None, &Progress::off())
 }
 
-/// As `analyze`, keeping only run `run` (0 the first) where the files hold several.
-pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Result<Analysis, Error> {
+/// As `analyze`, keeping only run `run` (0 the first) where the files hold several, and
+/// saying how far it is on `progress`.
+pub fn analyze_run(
+    paths: &[PathBuf],
+    cfg: &Config,
+    run: Option<usize>,
+    progress: &Progress,
+) -> Result<Analysis, Error> {
     let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
     model.only_run = run;
     let mut feeds = Vec::with_capacity(paths.len());
     let metric_files = crate::input::metrics::any(paths.iter().map(PathBuf::as_path));
-    for path in paths {
+    for (i, path) in paths.iter().enumerate() {
+        progress.file(i + 1, paths.len(), path);
         if recording::is_recording(path) {
             replay_recording(path, cfg, &mut model, &mut feeds)?;
+            progress.advance(std::fs::metadata(path).map_or(0, |m| m.len()));
             continue;
         }
         let mut feed = Feed::new(
@@ -68,6 +77,7 @@ pub fn analyze_run(paths: &[PathBuf], cfg: &Config, run: Option<usize>) -> Resul
         feed.set_tags(cfg.tags.clone());
         feed.set_year_reference(crate::input::file::modified(path));
         ingest::read_file(path, &mut feed, &mut |lines| {
+            progress.advance(lines.bytes);
             model.lines(lines, &mut |_, _| {})
         })
         .map_err(|e| Error::Runtime(e.to_string()))?;
