@@ -66,9 +66,18 @@ pub fn spawn(
                             feeds.push(feed);
                             live.push(false);
                         }
-                        Msg::Opened {
+                        // Its size now is the history to read: the view shows how far it is.
+                        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                        let opened = Msg::Opened {
                             source: first + file,
                             path,
+                        };
+                        if inbox.send(opened).is_err() {
+                            return ControlFlow::Break(());
+                        }
+                        Msg::HistorySize {
+                            source: first + file,
+                            bytes: size,
                         }
                     }
                     TailEvent::Status { file, status, .. } => Msg::Status {

@@ -154,6 +154,7 @@ impl Recorder {
             },
             Msg::Status { .. }
             | Msg::CaughtUp { .. }
+            | Msg::HistorySize { .. }
             | Msg::InputStopped { .. }
             | Msg::Ui(_)
             | Msg::Replay(_) => Ok(()),

@@ -44,6 +44,9 @@ pub struct SourceView {
     pub stats: SourceStats,
     /// The content present at the start has been read.
     pub caught_up: bool,
+    /// The bytes of that content, when the follower said, and how many of them were read.
+    pub history_bytes: Option<u64>,
+    pub history_read: u64,
 }
 
 impl Monitor {
@@ -85,7 +88,17 @@ impl Monitor {
                 true
             }
             Msg::Lines(lines) => {
+                if let Some(head) = lines.heads.first() {
+                    let src = self.source(head.stamp.source);
+                    if !src.caught_up {
+                        src.history_read += lines.bytes;
+                    }
+                }
                 self.lines(*lines, &mut |_, _| {});
+                true
+            }
+            Msg::HistorySize { source, bytes } => {
+                self.source(source).history_bytes = Some(bytes);
                 true
             }
             Msg::Status { source, status } => {
@@ -202,6 +215,27 @@ impl Monitor {
         self.diagnosis.after(&self.model, Trigger::Sample(time));
     }
 
+    /// How far the history is read, of its bytes, while some file's is still being read:
+    /// (read, total) over the files whose size the follower said.
+    pub fn history_progress(&self) -> Option<(u64, u64)> {
+        if self.caught_up() {
+            return None;
+        }
+        let sized = self.sources.iter().filter_map(|s| {
+            let total = s.history_bytes?;
+            Some((
+                if s.caught_up {
+                    total
+                } else {
+                    s.history_read.min(total)
+                },
+                total,
+            ))
+        });
+        let (read, total) = sized.fold((0, 0), |(r, t), (a, b)| (r + a, t + b));
+        (total > 0).then_some((read, total))
+    }
+
     /// True once every file known so far has had its history read.
     pub fn caught_up(&self) -> bool {
         !self.sources.is_empty() && self.sources.iter().all(|s| s.caught_up)
@@ -218,6 +252,44 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_historys_progress_is_its_bytes_read_of_the_sizes_said() {
+        let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+        for source in 0..2 {
+            m.apply(Msg::Opened {
+                source,
+                path: format!("rank{source}.log"),
+            });
+            m.apply(Msg::HistorySize {
+                source,
+                bytes: 1000,
+            });
+        }
+        let block = |source: usize, bytes: u64| {
+            Msg::Lines(Box::new(Lines {
+                heads: vec![LineHead {
+                    stamp: Stamp {
+                        source,
+                        ..Stamp::default()
+                    },
+                    info: LineInfo::default(),
+                    records: 0,
+                    start: 0,
+                    end: 0,
+                }],
+                bytes,
+                ..Default::default()
+            }))
+        };
+        m.apply(block(0, 400));
+        assert_eq!(m.history_progress(), Some((400, 2000)));
+        m.apply(Msg::CaughtUp { source: 0 });
+        m.apply(block(1, 100));
+        assert_eq!(m.history_progress(), Some((1100, 2000)));
+        m.apply(Msg::CaughtUp { source: 1 });
+        assert_eq!(m.history_progress(), None, "all read: nothing to show");
+    }
     use crate::model::Stamp;
     use crate::parse::LineInfo;
     use crate::parse::record::{Format, Record, StepRecord};

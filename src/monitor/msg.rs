@@ -33,6 +33,9 @@ pub enum Msg {
     Status { source: usize, status: FileStatus },
     /// A file's content present at the start has been read: what follows is live.
     CaughtUp { source: usize },
+    /// How many bytes a followed file held when following began: its history, whose reading
+    /// the live view shows until it has caught up.
+    HistorySize { source: usize, bytes: u64 },
     /// A hardware sample (GPUs, host, trainer), read by the sampler thread.
     Sample(Box<crate::model::sample::Sample>),
     /// The trainer's Python stacks: a sample of one process's main thread, or why a process

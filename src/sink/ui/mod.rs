@@ -146,9 +146,12 @@ impl App {
                     let until = Instant::now() + DRAIN;
                     let mut n = 0u32;
                     while let Ok(msg) = inbox.try_recv() {
+                        // A block of history lines is thousands of lines: the clock is read
+                        // after each, and after every 256 single messages.
+                        let block = matches!(msg, Msg::Lines(_));
                         dirty |= self.handle(msg);
                         n += 1;
-                        if n.is_multiple_of(256) && Instant::now() >= until {
+                        if (block || n.is_multiple_of(256)) && Instant::now() >= until {
                             break;
                         }
                     }

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::View;
-use crate::common::units::{duration, ms, num};
+use crate::common::units::{duration, gib, ms, num};
 use crate::input::FILES_FOLLOWED;
 use crate::model::baseline::change;
 use crate::monitor::msg::FileStatus;
@@ -74,7 +74,17 @@ fn sources<'a>(v: &View, width: usize) -> Vec<Span<'a>> {
         (None, Some(FileStatus::Unreadable(why))) => (format!("unreadable: {why}"), Role::Crit),
         (None, Some(FileStatus::NotFollowed)) => ("not followed".into(), Role::Warn),
         (None, Some(FileStatus::Damaged(why))) => (format!("damaged: {why}"), Role::Warn),
-        (None, _) if !v.mon.caught_up() => ("reading history".into(), Role::Muted),
+        (None, _) if !v.mon.caught_up() => match v.mon.history_progress() {
+            Some((read, total)) => (
+                format!(
+                    "reading history {:.0}% of {}",
+                    read as f64 * 100.0 / total as f64,
+                    gib(total)
+                ),
+                Role::Muted,
+            ),
+            None => ("reading history".into(), Role::Muted),
+        },
         (None, _) => ("following".into(), Role::Ok),
     };
     let more = v.mon.sources.iter().filter(|s| !s.path.is_empty()).count() - 1;
