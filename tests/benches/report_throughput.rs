@@ -1,7 +1,8 @@
 //! `cargo bench --bench report_throughput`: the bulk path over a large mixed log built from
 //! every fixture in fixtures/logs (our users' styles, mmengine, HF dicts and tqdm bars, timing
 //! blocks, noise). Prints, from one run: `steptop report --format json`'s MB/s (median of 3)
-//! beside `rg -c` with one regex over the same file; replay at full speed, compare and the live
+//! beside `rg -c` with one regex and the Python script a user writes instead
+//! (`user_script.py`, two regexes) over the same file; replay at full speed, compare and the live
 //! view's history read against report's rate; the CPU-seconds per GB of reading, parsing, the
 //! model and the diagnosis, and the peak RSS they reach in this process. Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves it,
@@ -112,6 +113,26 @@ fn main() {
             )
         }
         _ => println!("  steptop report failed"),
+    }
+
+    // The script a user writes instead (tests/benches/user_script.py, as issue 31 gives it:
+    // two regexes, the means), same file, same run: what steptop must beat.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/user_script.py");
+    let user = median(3, || {
+        Command::new("python3")
+            .arg(&script)
+            .arg(path_s)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    match (user, report_rate) {
+        (Some(u), Some(rate)) => println!(
+            "  the user's Python script: {:.0} MB/s (median of 3); report is {:.2}x it",
+            mb / u,
+            rate / (mb / u)
+        ),
+        _ => println!("  the user's Python script: did not run (python3 missing?)"),
     }
 
     // Every other mode through the same bulk reader, against report's rate.
