@@ -13,9 +13,10 @@
 //! messages into one bounded inbox. The `monitor` folds them into the `model` and its
 //! diagnosis (`diagnose`), with no I/O and no clock of its own, so the same messages give the
 //! same state. A `sink` shows it: the live view, headless lines, a report, the metrics
-//! endpoint, a comparison. `commands` builds each subcommand from these parts; `settings` and
-//! `common` serve the layers. No module imports one that imports it back (`tests/layout.rs`
-//! checks). The command is chosen here, in `run`, and nowhere else.
+//! endpoint, a comparison. `cluster` is the one path that starts elsewhere: the nodes'
+//! metrics, read back from Prometheus into a table. `commands` builds each subcommand from
+//! these parts; `settings` and `common` serve the layers. No module imports one that imports
+//! it back (`tests/layout.rs` checks). The command is chosen here, in `run`, and nowhere else.
 
 mod cluster;
 mod commands;
