@@ -500,12 +500,14 @@ fn prometheus_out_of_reach_is_a_clear_error_not_a_crash() {
 
 #[test]
 fn credentials_reach_prometheus_and_a_refusal_says_which_variables_to_set() {
-    // A Prometheus behind a proxy that wants a bearer token; it knows no node.
+    // A Prometheus behind a proxy under a path prefix that wants a bearer token; it knows no
+    // node.
     let addr = http_server(|head| {
-        if head
+        let routed = head.starts_with("POST /prom/api/v1/query");
+        let token = head
             .lines()
-            .any(|l| l.eq_ignore_ascii_case("authorization: Bearer s3cret"))
-        {
+            .any(|l| l.eq_ignore_ascii_case("authorization: Bearer s3cret"));
+        if routed && token {
             let empty = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
             ("200 OK", "application/json", empty.as_bytes().to_vec())
         } else {
@@ -519,7 +521,7 @@ fn credentials_reach_prometheus_and_a_refusal_says_which_variables_to_set() {
             .env_remove("STEPTOP_PROMETHEUS_USER")
             .env_remove("STEPTOP_PROMETHEUS_PASSWORD")
             .args(["cluster", "--once", "--prometheus"])
-            .arg(format!("http://{addr}"));
+            .arg(format!("http://{addr}/prom/"));
         match token {
             Some(t) => cmd.env("STEPTOP_PROMETHEUS_TOKEN", t),
             None => cmd.env_remove("STEPTOP_PROMETHEUS_TOKEN"),
