@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use super::fetch::{Fetched, instance_host};
 use super::queries::{DCGM_HOST_LABELS, HISTORY_POINTS, HISTORY_SECONDS};
+use crate::common::units::duration;
 use crate::diagnose::Severity;
 use crate::input::prometheus::{Answer, Failure, Series};
+use crate::model::window::nearest_rank;
 
 /// When a node counts as stale: no step for this many of its usual step times, and at least
 /// `stale_after` seconds.
@@ -385,7 +387,7 @@ fn node_rows(
         .or_else(|| alerts.first())
         .map(|a| (a.rule.clone(), a.severity));
     let (state, why) = if !n.present {
-        let ago = last_history_time.map(|t| format!(" for {}", secs(now - t)));
+        let ago = last_history_time.map(|t| format!(" for {}", duration(now - t)));
         match up {
             Some(u) if u < 1.0 => (
                 State::Down,
@@ -404,7 +406,7 @@ fn node_rows(
         match (step_age, stalled) {
             (_, Some(a)) => (State::Stale, a.title.clone()),
             (Some(age), None) if age > limit => {
-                (State::Stale, format!("no new step for {}", secs(age)))
+                (State::Stale, format!("no new step for {}", duration(age)))
             }
             _ => (State::Up, String::new()),
         }
@@ -736,18 +738,9 @@ fn summarize(nodes: &[Row]) -> Summary {
     }
 }
 
-/// The nearest-rank quantile of sorted values.
+/// The nearest-rank quantile of sorted values, as the model's summaries take it.
 fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    Some(sorted[i])
-}
-
-/// Seconds in words: `45 s`, `12 min`, `3.0 h`.
-fn secs(s: f64) -> String {
-    crate::common::units::duration(s.max(0.0))
+    (!sorted.is_empty()).then(|| sorted[nearest_rank(q, sorted.len())])
 }
 
 #[cfg(test)]

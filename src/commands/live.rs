@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::cli::LiveArgs;
-use super::load_config;
 use super::sink::{check_output, sink, watch};
+use super::{load_config, run_dir_files};
 use crate::common::error::Error;
 use crate::input;
 use crate::probe;
@@ -37,10 +37,7 @@ fn live_inputs(args: &[String]) -> Result<LiveInputs, Error> {
     for a in args {
         let path = std::path::Path::new(a);
         if path.is_dir() {
-            let found = input::run_dir::discover(path)
-                .map_err(|e| Error::Runtime(format!("'{a}': {e}")))?;
-            eprintln!("{}", input::run_dir::summary(path, &found));
-            for f in found.files {
+            for f in run_dir_files(path)? {
                 match input::metrics::kind_of(&f) {
                     Some(k) => metric_files.push((f, k)),
                     None => logs.push(input::InputSpec::File(f)),
@@ -54,14 +51,9 @@ fn live_inputs(args: &[String]) -> Result<LiveInputs, Error> {
     }
     // The event files of one directory are one writer's, restarted: the first is followed,
     // and reading goes on in each newer one (`metrics::live`).
-    let mut dirs = Vec::new();
+    let mut dirs = std::collections::HashSet::new();
     metric_files.retain(|(p, k)| {
-        *k != input::metrics::Kind::Events || {
-            let dir = p.parent().map(PathBuf::from);
-            let first = !dirs.contains(&dir);
-            dirs.push(dir);
-            first
-        }
+        *k != input::metrics::Kind::Events || dirs.insert(p.parent().map(PathBuf::from))
     });
     Ok((logs, metric_files))
 }

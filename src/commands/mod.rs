@@ -35,7 +35,7 @@ pub(super) fn run_paths(run: &str) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// A run directory's files (`input::run_dir`), saying on stderr what it read and left out.
-fn run_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+pub(super) fn run_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let found =
         run_dir::discover(dir).map_err(|e| Error::Runtime(format!("'{}': {e}", dir.display())))?;
     if found.files.is_empty() {

@@ -143,7 +143,8 @@ fn summarize(values: impl Iterator<Item = f64>) -> Option<Summary> {
     })
 }
 
-fn nearest_rank(q: f64, n: usize) -> usize {
+/// The index of the `q` quantile among `n` sorted values, by nearest rank.
+pub(crate) fn nearest_rank(q: f64, n: usize) -> usize {
     ((q * n as f64).ceil() as usize).clamp(1, n) - 1
 }
 
