@@ -63,13 +63,11 @@ fn write_log(path: PathBuf, period_ms: u64, data_ms: f64, steps: u64, stop: Arc<
 /// A headless steptop following `log` as `host`, node `node` of Slurm job 4242, with its
 /// metrics on a free loopback port; returns it and that address.
 fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
-    let mut cmd = Command::new(steptop());
+    let mut cmd = support::steptop();
     for var in support::JOB_VARS {
         cmd.env_remove(var);
     }
     let mut child = cmd
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
         .env("SLURM_JOB_ID", "4242")
         .env("SLURM_JOB_NAME", "cluster-test")
         .env("SLURM_NODEID", node.to_string())
@@ -184,9 +182,7 @@ fn prometheus(dir: &Path, steptops: &[String], dcgm: &[String]) -> (Proc, String
 }
 
 fn cluster_once(url: &str, format: &str) -> (bool, String, String) {
-    let out = Command::new(steptop())
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let out = support::steptop()
         .args([
             "cluster",
             "--once",
@@ -447,9 +443,7 @@ fn the_cluster_table_names_the_data_bound_the_straggler_and_the_stopped_node() {
 #[test]
 fn prometheus_out_of_reach_is_a_clear_error_not_a_crash() {
     let port = free_port();
-    let out = Command::new(steptop())
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let out = support::steptop()
         .args(["cluster", "--once", "--prometheus"])
         .arg(format!("http://127.0.0.1:{port}"))
         .output()
@@ -515,10 +509,8 @@ fn credentials_reach_prometheus_and_a_refusal_says_which_variables_to_set() {
         }
     });
     let run = |token: Option<&str>| {
-        let mut cmd = Command::new(steptop());
-        cmd.env_remove("STEPTOP_CONFIG")
-            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
-            .env_remove("STEPTOP_PROMETHEUS_USER")
+        let mut cmd = support::steptop();
+        cmd.env_remove("STEPTOP_PROMETHEUS_USER")
             .env_remove("STEPTOP_PROMETHEUS_PASSWORD")
             .args(["cluster", "--once", "--prometheus"])
             .arg(format!("http://{addr}/prom/"));
@@ -639,10 +631,8 @@ fn an_https_prometheus_signed_by_the_clusters_own_ca_is_read_with_that_ca() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, port) = https_prometheus(dir.path());
     let run = |ca: Option<&Path>| {
-        let mut cmd = Command::new(steptop());
-        cmd.env_remove("STEPTOP_CONFIG")
-            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
-            .env_remove("STEPTOP_PROMETHEUS_TOKEN")
+        let mut cmd = support::steptop();
+        cmd.env_remove("STEPTOP_PROMETHEUS_TOKEN")
             .args(["cluster", "--once", "--prometheus"])
             .arg(format!("https://127.0.0.1:{port}"));
         match ca {

@@ -18,9 +18,7 @@ fn root() -> PathBuf {
 
 /// `steptop report --format json` of `inputs`: the report and what it said on stderr.
 fn report(inputs: &[&Path]) -> (Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let out = support::steptop()
         .args(["report", "--format", "json"])
         .args(inputs)
         .output()
@@ -231,9 +229,7 @@ fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
     // The first half of the run is there when steptop starts.
     let half = recs.len() / 2;
     std::fs::write(&path, recs[..half].concat()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_steptop"))
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let mut child = support::steptop()
         .args([
             "--headless",
             "--no-probe",
@@ -309,9 +305,7 @@ fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
 /// and what it said on stderr.
 fn followed_summary(dir: &Path) -> (Value, String) {
     let mut trainer = Command::new("sleep").arg("2").spawn().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let out = support::steptop()
         .args([
             "--headless",
             "--no-probe",
@@ -363,9 +357,7 @@ fn the_configs_tags_name_what_a_column_is() {
         "[tags]\nobjective = \"loss\"\nsecs = \"step-time-s\"\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_steptop"))
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let out = support::steptop()
         .args(["report", "--format", "json", "--config"])
         .arg(&config)
         .arg(dir.path().join("metrics.csv"))

@@ -31,14 +31,12 @@ impl Served {
 
     /// With more options, and these variables in its environment.
     fn start_with(log: &Path, args: &[&str], env: &[(&str, &str)]) -> Served {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_steptop"));
+        let mut cmd = support::steptop();
         for var in support::JOB_VARS {
             cmd.env_remove(var);
         }
         let mut child = cmd
             .envs(env.iter().copied())
-            .env_remove("STEPTOP_CONFIG")
-            .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
             .args(["--headless", "--host", "node7"])
             .args(args)
             // A bare port: loopback, unless an address says otherwise.
@@ -178,9 +176,7 @@ fn a_real_client_scrapes_an_exposition_promtool_accepts() {
     assert!(body.ends_with("# EOF\n"));
 
     // Each rule has its state at each severity; the report's active alerts are the ones at 1.
-    let report = Command::new(env!("CARGO_BIN_EXE_steptop"))
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let report = support::steptop()
         .args(["report", "--format", "json"])
         .arg(&log)
         .output()
@@ -311,9 +307,7 @@ fn bad_requests_and_slow_clients_get_answers_and_stall_nothing() {
 
 #[test]
 fn a_bad_address_is_a_usage_error_naming_it() {
-    let o = Command::new(env!("CARGO_BIN_EXE_steptop"))
-        .env_remove("STEPTOP_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/steptop-tests")
+    let o = support::steptop()
         .args(["replay", "--headless", "--metrics-addr", "not-an-address"])
         .arg(root().join("fixtures/runs/crash_oom/train.log"))
         .output()
