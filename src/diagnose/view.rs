@@ -156,15 +156,16 @@ impl<'a> View<'a> {
         self.m.cache.recent_hit_rate.or(self.m.cache.hit_rate())
     }
 
-    /// Samples of the last window of seconds, oldest first; when steps came again after a
-    /// gap, only those since (the readings of the gap describe the gap, not the run).
+    /// Samples of the last window of seconds, oldest first; only those since the first step,
+    /// or since steps came again after a gap (the readings of the job's start or of the gap
+    /// describe those, not the run).
     pub fn samples(&self) -> impl Iterator<Item = &'a Sample> + 'a {
         let since = self
             .m
             .hardware
             .latest()
             .map_or(f64::INFINITY, |s| s.time - self.windows.seconds);
-        // The reading the resumed step came with was taken during the gap.
+        // The reading the first or resumed step came with was taken before it.
         let resumed = self.m.timeline.resumed_at.unwrap_or(f64::NEG_INFINITY);
         self.m
             .hardware

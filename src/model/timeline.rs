@@ -60,7 +60,9 @@ pub struct Timeline {
     pub pending: Option<EventKind>,
     /// The samples' clock when the last step came: Some(None) when no sample had come yet.
     pub step_clock: Option<Option<f64>>,
-    /// The samples' clock when steps came again after a gap of `GAP_S` or more.
+    /// The samples' clock when the first step came after readings (the readings before it
+    /// are the job's start: imports, loading, the first compile), or when steps came again
+    /// after a gap of `GAP_S` or more.
     pub resumed_at: Option<f64>,
 }
 
@@ -89,10 +91,10 @@ impl Timeline {
         if step.is_none() && ms.is_none() {
             return;
         }
-        if let (Some(Some(prev)), Some(now)) = (self.step_clock, clock)
-            && now - prev >= GAP_S
-        {
-            self.resumed_at = Some(now);
+        match (self.step_clock, clock) {
+            (None, Some(now)) => self.resumed_at = Some(now),
+            (Some(Some(prev)), Some(now)) if now - prev >= GAP_S => self.resumed_at = Some(now),
+            _ => {}
         }
         self.step_clock = Some(clock);
         // Every rank logs each step (and a report reads rank by rank): the first line of a
@@ -196,6 +198,15 @@ mod tests {
             Some((3.0, 2.0))
         );
         assert_eq!(spread(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn the_readings_before_the_first_step_are_the_start_not_the_run() {
+        let mut t = Timeline::default();
+        t.step(Some(0), (0.0, false), Some(1300.0), || None, Some(8.0));
+        assert_eq!(t.resumed_at, Some(8.0));
+        t.step(Some(1), (0.0, false), Some(50.0), || None, Some(9.0));
+        assert_eq!(t.resumed_at, Some(8.0));
     }
 
     #[test]
