@@ -49,7 +49,7 @@ pub use input::{
     FILES_FOLLOWED, FollowOptions, InputSpec, LineSplitter, MAX_LINE_BYTES, TailEvent, read_lines,
 };
 pub use model::job::{JobIdentity, NodeIdentity};
-pub use model::{Model, ModelConfig};
+pub use model::{Model, ModelConfig, Stamp};
 pub use monitor::Monitor;
 pub use monitor::keys::{Key, KeyCode, Mods, UiEvent};
 pub use monitor::msg::{FileStatus, Msg, inbox};

@@ -32,7 +32,7 @@ const STABLE_MIB_PER_MIN: f64 = 10.0;
 
 /// The checklist as the model and the diagnosis's windows stand now.
 pub fn evaluate(m: &Model, d: &Diagnosis) -> Vec<Item> {
-    let v = View::new(m, d.config().windows(), d.active_ids());
+    let v = View::new(m, d.config().windows(), d.active_set());
     let item = |id,
                 label,
                 value: Option<f64>,

@@ -105,11 +105,17 @@ pub struct Diagnosis {
     last_step: Option<Option<u64>>,
     /// Steps left unscored after a boundary (eval, checkpoint, epoch end).
     unscored_left: u64,
-    /// The ids of the rules with an active alert, as the rules see them.
+    /// The ids of the rules with an active alert, as the rules see them, and the same as
+    /// bits of their places in `RULES`.
     active_ids: Vec<&'static str>,
+    active_mask: u64,
+    /// Per rule, the bits of the rules that hide it (its `hidden_by`).
+    hidden_by: Vec<u64>,
     /// The id the first alert of the current run has (or will have): alerts of earlier runs
     /// in the same file are history, not this run's.
     run_first_id: u64,
+    /// Steps evaluated (every run counted): what the diagnosis's cost is counted per.
+    steps_evaluated: u64,
 }
 
 impl Diagnosis {
@@ -131,7 +137,10 @@ impl Diagnosis {
             last_step: None,
             unscored_left: 0,
             active_ids: Vec::new(),
+            active_mask: 0,
+            hidden_by: RULES.iter().map(|r| mask_of(r.hidden_by)).collect(),
             run_first_id: 0,
+            steps_evaluated: 0,
         }
     }
 
@@ -172,6 +181,7 @@ impl Diagnosis {
                 }
                 self.last_step = Some(step);
                 self.steps_seen += 1;
+                self.steps_evaluated += 1;
                 let warm = self.steps_seen > self.cfg.warmup_steps;
                 if warm && self.unscored_left == 0 {
                     self.scored += 1;
@@ -260,6 +270,11 @@ impl Diagnosis {
             .map(|(r, n)| (r.id, *n))
     }
 
+    /// Steps evaluated so far, every run of the input counted.
+    pub fn steps_evaluated(&self) -> u64 {
+        self.steps_evaluated
+    }
+
     pub fn config(&self) -> &DiagnoseConfig {
         &self.cfg
     }
@@ -269,11 +284,16 @@ impl Diagnosis {
         self.active_ids.clone()
     }
 
+    /// The rules with an active alert as a view takes them: their ids and their bits.
+    pub fn active_set(&self) -> (Vec<&'static str>, u64) {
+        (self.active_ids.clone(), self.active_mask)
+    }
+
     /// Gives every active alert the words of the model as it stands (a report calls this at
     /// the end of its input, so that the evidence is the final one).
     pub fn refresh(&mut self, m: &Model) {
         let cfg = Arc::clone(&self.cfg);
-        let view = View::new(m, cfg.windows(), self.active_ids());
+        let view = View::new(m, cfg.windows(), self.active_set());
         for (i, rule) in RULES.iter().enumerate() {
             let Some((id, _)) = self.states[i].active else {
                 continue;
@@ -289,7 +309,11 @@ impl Diagnosis {
     fn evaluate(&mut self, m: &Model, bases: &[Basis], step: Option<u64>, from_event: bool) {
         let cfg = Arc::clone(&self.cfg);
         // The active list moves into the view and back: no allocation per evaluation.
-        let mut view = View::new(m, cfg.windows(), std::mem::take(&mut self.active_ids));
+        let active = (
+            std::mem::take(&mut self.active_ids),
+            std::mem::take(&mut self.active_mask),
+        );
+        let mut view = View::new(m, cfg.windows(), active);
         let log_time = m.last_time.unwrap_or(0.0);
         for (i, rule) in RULES.iter().enumerate() {
             if !bases.contains(&rule.basis) {
@@ -317,7 +341,7 @@ impl Diagnosis {
                     (t, t)
                 }
             };
-            let hidden = rule.hidden_by.iter().any(|id| view.is_active(id));
+            let hidden = view.any_active(self.hidden_by[i]);
             view.describe = false;
             let level = if hidden {
                 None
@@ -329,20 +353,17 @@ impl Diagnosis {
                 (rule.check)(&view, &cfg.rules[i])
             };
             self.update(i, level, &mut describe, progress, step, time);
-            view.set_active(rule.id, self.states[i].active.is_some());
+            view.set_active(i, rule.id, self.states[i].active.is_some());
         }
-        self.active_ids = view.into_active();
+        (self.active_ids, self.active_mask) = view.into_active();
         self.clear_hidden(step, log_time);
     }
 
     /// Clears at once every alert that an active, more specific alert now explains, whatever
     /// its basis: the crash hides the low utilization that follows it.
     fn clear_hidden(&mut self, step: Option<u64>, time: f64) {
-        for (i, rule) in RULES.iter().enumerate() {
-            // Most rules are not active: that is looked at first, the names after.
-            if self.states[i].active.is_none()
-                || !rule.hidden_by.iter().any(|h| self.active_ids.contains(h))
-            {
+        for i in 0..RULES.len() {
+            if self.states[i].active.is_none() || self.active_mask & self.hidden_by[i] == 0 {
                 continue;
             }
             // Not a cool-down: the symptom did not go, it was explained.
@@ -371,7 +392,10 @@ impl Diagnosis {
         };
         let rule = RULES[i].id;
         let state = &mut self.states[i];
-        let f = level.unwrap_or_default();
+        // Most levels are none: what the machine reads of one, without building a default.
+        let (stay, enter, gain) = level
+            .as_ref()
+            .map_or((false, None, None), |f| (f.stay, f.enter, f.gain));
         if let Some((id, raised_at)) = state.active {
             // An active alert is always kept.
             let a = if self.alert_ids.get(state.slot) == Some(&id) {
@@ -384,14 +408,14 @@ impl Diagnosis {
             };
             state.slot = a;
             let alert = &mut self.alerts[a];
-            if f.stay {
+            if stay {
                 state.leaving = None;
                 alert.last_step = step.or(alert.last_step);
-                alert.gain = f.gain;
-                let escalate = f.enter.filter(|s| *s > alert.severity);
+                alert.gain = gain;
+                let escalate = enter.filter(|s| *s > alert.severity);
                 // Words are refreshed while the symptom is there at the alert's severity, so
                 // that an alert never shows the evidence of its fading.
-                let full = f.enter.is_some_and(|s| s >= alert.severity);
+                let full = enter.is_some_and(|s| s >= alert.severity);
                 if escalate.is_some() || (full && now - state.refreshed >= REFRESH_EVERY) {
                     state.refreshed = now;
                     if let Some(words) = describe().filter(|w| w.stay) {
@@ -420,7 +444,7 @@ impl Diagnosis {
             }
             return;
         }
-        let Some(sev) = f.enter else {
+        let Some(sev) = enter else {
             state.entering = None;
             return;
         };
@@ -435,7 +459,9 @@ impl Diagnosis {
             return;
         }
         state.entering = None;
-        let f = describe().filter(|w| w.enter.is_some()).unwrap_or(f);
+        let f = describe()
+            .filter(|w| w.enter.is_some())
+            .unwrap_or_else(|| level.unwrap_or_default());
         state.peak = Some(f.clone());
         let id = self.raised_at.iter().sum();
         self.alert_ids.push(id);
@@ -528,8 +554,18 @@ impl Diagnosis {
         };
         let rule = RULES[i].id;
         self.active_ids.retain(|r| *r != rule);
+        self.active_mask &= !(1u64 << i);
         self.push_change(time, step, rule, sev, ChangeKind::Cleared, id);
     }
+}
+
+/// The bits of the rules named, by their places in `RULES` (at most 64 rules: see the test).
+fn mask_of(ids: &[&str]) -> u64 {
+    RULES
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| ids.contains(&r.id))
+        .fold(0, |m, (i, _)| m | 1u64 << i)
 }
 
 /// An active alert's words (and gain) from a described finding.

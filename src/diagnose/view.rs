@@ -18,6 +18,8 @@ pub struct View<'a> {
     pub windows: Windows,
     /// The ids of the rules with an active alert (a few at most, so a list is quickest).
     active: Vec<&'static str>,
+    /// The same rules as bits of their place in `RULES`: what the engine asks at every rule.
+    active_mask: u64,
     /// Whether findings get their words (see `Finding`).
     pub describe: bool,
     step_mean: OnceCell<Option<f64>>,
@@ -28,12 +30,14 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// `active`: the ids of the rules with an active alert.
-    pub fn new(m: &'a Model, windows: Windows, active: Vec<&'static str>) -> Self {
+    /// `active`: the ids of the rules with an active alert, and the same as bits of their
+    /// place in `RULES`.
+    pub fn new(m: &'a Model, windows: Windows, active: (Vec<&'static str>, u64)) -> Self {
         View {
             m,
             windows,
-            active,
+            active: active.0,
+            active_mask: active.1,
             describe: true,
             step_mean: OnceCell::new(),
             data_ms: OnceCell::new(),
@@ -88,25 +92,29 @@ impl<'a> View<'a> {
         self.active.iter().copied()
     }
 
-    /// The active ids back, once the evaluation is over.
-    pub fn into_active(self) -> Vec<&'static str> {
-        self.active
+    /// Whether any rule of `mask` (bits of places in `RULES`) has an active alert.
+    pub fn any_active(&self, mask: u64) -> bool {
+        self.active_mask & mask != 0
     }
 
-    /// Marks rule `id` active or not, as the engine decides during an evaluation.
-    pub fn set_active(&mut self, id: &'static str, active: bool) {
+    /// The active ids and their bits back, once the evaluation is over.
+    pub fn into_active(self) -> (Vec<&'static str>, u64) {
+        (self.active, self.active_mask)
+    }
+
+    /// Marks rule `id`, at place `place` in `RULES`, active or not, as the engine decides
+    /// during an evaluation: an active one moves to the end of the list.
+    pub fn set_active(&mut self, place: usize, id: &'static str, active: bool) {
+        let bit = 1u64 << place;
         // Most calls change nothing: an active rule already last, an inactive one absent.
-        let unchanged = if active {
-            self.active.last() == Some(&id)
-        } else {
-            !self.active.contains(&id)
-        };
-        if unchanged {
+        if active && self.active.last() == Some(&id) || !active && self.active_mask & bit == 0 {
             return;
         }
         self.active.retain(|a| *a != id);
+        self.active_mask &= !bit;
         if active {
             self.active.push(id);
+            self.active_mask |= bit;
         }
     }
 

@@ -37,10 +37,11 @@ pub struct Summary {
 }
 
 impl Rolling {
-    /// A window over the last `cap` values (at least one).
+    /// A window over the last `cap` values (at least one). Its memory grows with its values:
+    /// a model starts many windows at every new run, most of which see few values.
     pub fn new(cap: usize) -> Self {
         Rolling {
-            values: VecDeque::with_capacity(cap.clamp(1, 1024)),
+            values: VecDeque::new(),
             cap: cap.max(1),
             memo: Cell::new(None),
         }

@@ -249,7 +249,7 @@ mod tests {
             .iter()
             .position(|r| r.id == "python_hotspot")
             .expect("rule");
-        python_hotspot(&View::new(m, cfg.windows(), Vec::new()), &cfg.rules[i])
+        python_hotspot(&View::new(m, cfg.windows(), (Vec::new(), 0)), &cfg.rules[i])
     }
 
     #[test]
@@ -302,7 +302,7 @@ mod tests {
             code: None,
         }));
         let cfg = DiagnoseConfig::default();
-        let stuck = main_stuck(&View::new(&m, cfg.windows(), Vec::new())).expect("said");
+        let stuck = main_stuck(&View::new(&m, cfg.windows(), (Vec::new(), 0))).expect("said");
         assert!(stuck.contains("in all_reduce (c10d.py:3)"), "{stuck}");
         assert!(
             stuck.contains("called from sync_grads (train.py:3)"),

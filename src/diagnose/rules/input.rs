@@ -433,8 +433,11 @@ mod tests {
             .position(|r| r.id == "h2d_copy_bound")
             .expect("rule");
         let m = model(30.0);
-        let f = h2d_copy_bound(&View::new(&m, cfg.windows(), Vec::new()), &cfg.rules[i])
-            .expect("found");
+        let f = h2d_copy_bound(
+            &View::new(&m, cfg.windows(), (Vec::new(), 0)),
+            &cfg.rules[i],
+        )
+        .expect("found");
         assert_eq!(f.enter, Some(Severity::Warn));
         assert_eq!(
             f.title,
@@ -443,6 +446,12 @@ mod tests {
         assert_eq!(f.gain, Some(0.15));
         // 10 ms of a 200 ms step is under the 10% that counts.
         let m = model(10.0);
-        assert!(h2d_copy_bound(&View::new(&m, cfg.windows(), Vec::new()), &cfg.rules[i]).is_none());
+        assert!(
+            h2d_copy_bound(
+                &View::new(&m, cfg.windows(), (Vec::new(), 0)),
+                &cfg.rules[i]
+            )
+            .is_none()
+        );
     }
 }

@@ -93,6 +93,12 @@ mod tests {
 
     #[test]
     fn ids_are_unique_snake_case_and_hiders_exist() {
+        // The engine keeps the active rules and each rule's hiders as bits of a u64.
+        assert!(
+            RULES.len() <= 64,
+            "{} rules: the engine's masks hold 64",
+            RULES.len()
+        );
         for (i, r) in RULES.iter().enumerate() {
             assert!(
                 r.id.starts_with(|c: char| c.is_ascii_lowercase())
