@@ -219,7 +219,10 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
     };
     let user_at = frames.iter().position(|f| !is_library(&f.path));
     let user = user_at.map(|i| &frames[i]);
-    let own = user_at == Some(0) && s.active;
+    // At a line of the user's that syncs, the thread waits on the GPU, asleep or spinning:
+    // on a real H200, CUDA spun in `torch.cuda.synchronize()` at 100% of a core.
+    let syncing = user_at == Some(0) && s.code.as_deref().is_some_and(syncs);
+    let own = user_at == Some(0) && s.active && !syncing;
     let any = |needle: &str| frames.iter().any(|f| f.path.contains(needle));
     let innermost_library = frames.first().is_some_and(|f| is_library(&f.path));
     let place = match s.role {
@@ -232,6 +235,14 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
                 Place::LoggingOrCheckpoint
             } else if any("torch/optim/") {
                 Place::Optimizer
+            } else if syncing
+                || frames
+                    .iter()
+                    .any(|f| f.path.contains("torch/cuda/") && f.function.ends_with("synchronize"))
+            {
+                // torch.cuda.synchronize() (a stream's, an event's) is Python that calls
+                // the driver: the user's line is not the innermost frame.
+                Place::GpuSync
             } else if any("torch/autograd/")
                 || frames
                     .iter()
@@ -248,8 +259,6 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
             } else if user.is_some() {
                 if s.active {
                     Place::UserCode
-                } else if s.code.as_deref().is_some_and(syncs) {
-                    Place::GpuSync
                 } else {
                     Place::Blocked
                 }
@@ -478,7 +487,9 @@ impl Stacks {
         }
         let share = |c: u64| c as f64 / n as f64;
         let mut places: BTreeMap<Place, u64> = BTreeMap::new();
-        let mut functions: BTreeMap<(&str, &str), (u64, u64, u64, u32)> = BTreeMap::new();
+        // Per function: samples, running, waiting, and the samples at each of its lines.
+        let mut functions: BTreeMap<(&str, &str), (u64, u64, u64, BTreeMap<u32, u64>)> =
+            BTreeMap::new();
         let mut gil = 0;
         for k in &recent {
             *places.entry(k.place).or_default() += 1;
@@ -491,13 +502,11 @@ impl Stacks {
                     Place::WaitingForBatch | Place::WaitingOnQueue | Place::LoggingOrCheckpoint
                 )
             {
-                let e = functions
-                    .entry((file, function))
-                    .or_insert((0, 0, 0, *line));
+                let e = functions.entry((file, function)).or_default();
                 e.0 += 1;
                 e.1 += u64::from(k.own);
                 e.2 += u64::from(!k.active);
-                e.3 = *line;
+                *e.3.entry(*line).or_default() += 1;
             }
         }
         let mut places: Vec<(Place, f64)> =
@@ -506,10 +515,14 @@ impl Stacks {
         let mut functions: Vec<FunctionShare> = functions
             .into_iter()
             .map(
-                |((file, function), (c, running, waiting, line))| FunctionShare {
+                |((file, function), (c, running, waiting, lines))| FunctionShare {
                     function: function.to_string(),
                     file: file.to_string(),
-                    line,
+                    // The line the function was seen at most (the lower line on a tie).
+                    line: lines
+                        .iter()
+                        .max_by_key(|&(l, n)| (*n, std::cmp::Reverse(*l)))
+                        .map_or(0, |(l, _)| *l),
                     share: share(c),
                     samples: c,
                     running,
@@ -671,6 +684,47 @@ mod tests {
             ),
         ];
         assert_eq!(place(false, waiting), Place::WaitingOnQueue);
+    }
+
+    #[test]
+    fn a_line_that_syncs_waits_on_the_gpu_even_while_the_thread_spins() {
+        let mut s = sample(
+            Role::Main,
+            true,
+            vec![frame("run_compute", "/home/u/train.py")],
+        );
+        s.code = Some("torch.cuda.synchronize()".into());
+        assert_eq!(classify(&s).0, Place::GpuSync);
+        assert!(!classify(&s).2, "not the function's own Python");
+        s.code = Some("acc += math.sin(r)".into());
+        assert_eq!(classify(&s).0, Place::UserCode);
+        // torch.cuda.synchronize() is a Python function of torch's: the innermost frame.
+        let cuda = frame("synchronize", &format!("{TORCH}/cuda/__init__.py"));
+        s.frames.insert(0, cuda);
+        s.code = None;
+        assert_eq!(classify(&s).0, Place::GpuSync);
+    }
+
+    #[test]
+    fn a_functions_line_is_the_one_it_was_seen_at_most_not_its_oldest() {
+        // A training function: one sample while it built the optimizer (line 112), then its
+        // loop waiting at synchronize() (124) and at .item() (130).
+        let mut st = Stacks::default();
+        for (i, line) in [112, 124, 124, 130, 124, 124, 130, 124]
+            .into_iter()
+            .enumerate()
+        {
+            let mut f = frame("run_compute", "/home/u/train.py");
+            f.line = line;
+            let mut s = sample(Role::Main, false, vec![f]);
+            s.time = i as f64;
+            st.add(s);
+        }
+        let sh = st.shares(Role::Main, 60.0);
+        assert_eq!(
+            (sh.functions[0].function.as_str(), sh.functions[0].line),
+            ("run_compute", 124)
+        );
     }
 
     #[test]

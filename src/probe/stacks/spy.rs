@@ -72,9 +72,10 @@ impl Spy {
     fn main_sample(&mut self, traces: &[StackTrace], time: f64) -> Option<StackSample> {
         let main = main_thread(traces, self.pid)?;
         let kept = frames_needed(main.frames.iter().map(|f| f.filename.as_str()));
-        // Waiting in a call from the user's own code: its line says what for.
+        // In a call from the user's own code: its line says what for (a sync waits on the
+        // GPU whether the thread sleeps or spins, and CUDA spins on a short wait).
         let code = match main.frames.first() {
-            Some(f) if !main.active && !is_library(&f.filename) => {
+            Some(f) if !is_library(&f.filename) => {
                 self.line(&f.filename, u32::try_from(f.line).unwrap_or(0))
             }
             _ => None,
