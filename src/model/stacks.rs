@@ -367,6 +367,16 @@ pub struct FunctionShare {
     pub waiting: u64,
 }
 
+/// One function's samples in a window: all of them, those running its own Python, those
+/// waiting in a call, and how many at each of its lines.
+#[derive(Default)]
+struct Tally {
+    samples: u64,
+    running: u64,
+    waiting: u64,
+    lines: BTreeMap<u32, u64>,
+}
+
 impl Stacks {
     /// Folds in one reading: a sample, or why a process cannot be sampled.
     pub fn apply(&mut self, reading: StackReading) {
@@ -487,9 +497,7 @@ impl Stacks {
         }
         let share = |c: u64| c as f64 / n as f64;
         let mut places: BTreeMap<Place, u64> = BTreeMap::new();
-        // Per function: samples, running, waiting, and the samples at each of its lines.
-        let mut functions: BTreeMap<(&str, &str), (u64, u64, u64, BTreeMap<u32, u64>)> =
-            BTreeMap::new();
+        let mut functions: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
         let mut gil = 0;
         for k in &recent {
             *places.entry(k.place).or_default() += 1;
@@ -503,10 +511,10 @@ impl Stacks {
                 )
             {
                 let e = functions.entry((file, function)).or_default();
-                e.0 += 1;
-                e.1 += u64::from(k.own);
-                e.2 += u64::from(!k.active);
-                *e.3.entry(*line).or_default() += 1;
+                e.samples += 1;
+                e.running += u64::from(k.own);
+                e.waiting += u64::from(!k.active);
+                *e.lines.entry(*line).or_default() += 1;
             }
         }
         let mut places: Vec<(Place, f64)> =
@@ -514,21 +522,20 @@ impl Stacks {
         places.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut functions: Vec<FunctionShare> = functions
             .into_iter()
-            .map(
-                |((file, function), (c, running, waiting, lines))| FunctionShare {
-                    function: function.to_string(),
-                    file: file.to_string(),
-                    // The line the function was seen at most (the lower line on a tie).
-                    line: lines
-                        .iter()
-                        .max_by_key(|&(l, n)| (*n, std::cmp::Reverse(*l)))
-                        .map_or(0, |(l, _)| *l),
-                    share: share(c),
-                    samples: c,
-                    running,
-                    waiting,
-                },
-            )
+            .map(|((file, function), t)| FunctionShare {
+                function: function.to_string(),
+                file: file.to_string(),
+                // The line the function was seen at most (the lower line on a tie).
+                line: t
+                    .lines
+                    .iter()
+                    .max_by_key(|&(l, n)| (*n, std::cmp::Reverse(*l)))
+                    .map_or(0, |(l, _)| *l),
+                share: share(t.samples),
+                samples: t.samples,
+                running: t.running,
+                waiting: t.waiting,
+            })
             .collect();
         functions.sort_by_key(|f| std::cmp::Reverse(f.samples));
         functions.truncate(5);
