@@ -153,13 +153,21 @@ fn main() {
             .status();
         out.is_ok_and(|s| s.success() || s.code() == Some(1))
     });
+    let mut report_peak_kib = 0;
     let report = median(3, || {
-        Command::new(bin)
+        let mut child = Command::new(bin)
             .args(["report", "--format", "json", path_s])
             .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+            .spawn()
+            .expect("steptop report");
+        let (status, peak) = wait_watching_peak(&mut child);
+        report_peak_kib = report_peak_kib.max(peak);
+        status.is_some_and(|s| s.success())
     });
+    println!(
+        "  steptop report's own peak RSS (the most of 3 runs, its binary's allocator): {:.1} MiB",
+        report_peak_kib as f64 / 1024.0
+    );
     let report_rate = report.map(|s| mb / s);
     match (rg, report_rate) {
         (Some(rg), Some(rate)) => println!(
@@ -351,10 +359,30 @@ fn new_fractions(text: &[u8], seed: &mut u64) -> Vec<u8> {
 }
 
 fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    vm_hwm_kib("/proc/self/status")
+}
+
+/// The peak RSS (VmHWM) a status file of /proc says, in KiB; 0 once the process is gone.
+fn vm_hwm_kib(path: &str) -> u64 {
+    let status = std::fs::read_to_string(path).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// Waits for `child`, reading its peak RSS every 5 ms until it exits: the last reading is
+/// its peak but for its last few milliseconds (the peak of a report is its steady state).
+fn wait_watching_peak(child: &mut std::process::Child) -> (Option<std::process::ExitStatus>, u64) {
+    let path = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        peak = peak.max(vm_hwm_kib(&path));
+        match child.try_wait() {
+            Ok(Some(status)) => return (Some(status), peak),
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => return (None, peak),
+        }
+    }
 }
