@@ -600,12 +600,12 @@ mod tests {
 
         fn step(&mut self, data_ms: f64) {
             self.step += 1;
-            let rec = Record::Step(StepRecord {
+            let rec = Record::Step(Box::new(StepRecord {
                 step: Some(self.step),
                 step_time_ms: Some(100.0),
                 data_time_ms: Some(data_ms),
                 ..StepRecord::default()
-            });
+            }));
             let stamp = Stamp {
                 time: self.step as f64 * 0.1,
                 real_time: true,

@@ -715,7 +715,7 @@ mod tests {
                     rank,
                     ..Stamp::default()
                 },
-                Record::Step(s),
+                Record::Step(Box::new(s)),
             );
         }
         assert_eq!(m.ranks.len(), 2);

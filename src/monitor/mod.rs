@@ -297,11 +297,11 @@ mod tests {
     fn line(source: usize, line: u64, time: f64, step: Option<u64>) -> Msg {
         let records = step
             .map(|s| {
-                Record::Step(StepRecord {
+                Record::Step(Box::new(StepRecord {
                     step: Some(s),
                     step_time_ms: Some(500.0),
                     ..StepRecord::default()
-                })
+                }))
             })
             .into_iter()
             .collect();

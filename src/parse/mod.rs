@@ -733,7 +733,7 @@ pub(crate) fn push_step(rec: StepRecord, seen: &kv::Collected, text: &str, out: 
         out.push(Record::Rejected { what });
         return;
     }
-    out.push(Record::Step(rec));
+    out.push(Record::Step(Box::new(rec)));
     if seen.non_finite {
         push_event(EventKind::NonFinite, text, out);
     }

@@ -143,7 +143,7 @@ fn ultralytics(
         let mut sub = Vec::new();
         bar(bar_part, None, Format::Tqdm, ctx, &mut sub)?;
         match sub.pop() {
-            Some(Record::Step(rec)) => rec,
+            Some(Record::Step(rec)) => *rec,
             _ => return None,
         }
     } else {

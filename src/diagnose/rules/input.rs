@@ -419,7 +419,7 @@ mod tests {
                 step_time_ms: Some(200.0),
                 ..StepRecord::default()
             };
-            m.apply(&stamp, Record::Step(rec));
+            m.apply(&stamp, Record::Step(Box::new(rec)));
         }
         m.finish();
         m

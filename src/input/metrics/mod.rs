@@ -116,7 +116,7 @@ impl Entry {
             }
         }
         if any {
-            vec![Record::Step(rec)]
+            vec![Record::Step(Box::new(rec))]
         } else {
             Vec::new()
         }

@@ -163,7 +163,7 @@ mod tests {
             .iter()
             .flat_map(|e| e.records(&UserTags::new()))
             .filter_map(|r| match r {
-                Record::Step(s) => Some(s),
+                Record::Step(s) => Some(*s),
                 _ => None,
             })
             .collect()
