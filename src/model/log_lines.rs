@@ -60,7 +60,12 @@ impl LogLines {
         if text.is_empty() {
             return;
         }
-        let text: String = text.chars().take(CHARS).collect();
+        // Its first CHARS characters, copied at once rather than character by character.
+        let end = text
+            .char_indices()
+            .nth(CHARS)
+            .map_or(text.len(), |(i, _)| i);
+        let text = text[..end].to_string();
         if self.lines.len() == KEPT {
             self.lines.pop_front();
         }

@@ -30,26 +30,29 @@ pub struct UnparsedShapes {
 impl UnparsedShapes {
     /// Counts line `line`, cleaned text `text`, under its shape.
     pub fn add(&mut self, line: u64, text: &str) {
-        let key = shape_of(text);
-        if key.is_empty() {
-            return;
-        }
-        if let Some(s) = self.shapes.get_mut(&key) {
-            s.count += 1;
-            return;
-        }
-        if self.shapes.len() >= SHAPES_KEPT {
-            self.others += 1;
-            return;
-        }
-        self.shapes.insert(
-            key,
-            Shape {
-                count: 1,
-                line,
-                example: cut(text.trim(), EXAMPLE_CHARS).to_string(),
-            },
-        );
+        // The shape is built on the stack: a new String only for a shape not seen before
+        // (a log repeats a few, and this runs for every line nothing read).
+        with_shape(text, |key| {
+            if key.is_empty() {
+                return;
+            }
+            if let Some(s) = self.shapes.get_mut(key) {
+                s.count += 1;
+                return;
+            }
+            if self.shapes.len() >= SHAPES_KEPT {
+                self.others += 1;
+                return;
+            }
+            self.shapes.insert(
+                key.to_string(),
+                Shape {
+                    count: 1,
+                    line,
+                    example: cut(text.trim(), EXAMPLE_CHARS).to_string(),
+                },
+            );
+        });
     }
 
     /// Every shape with its count and example, in no order.
@@ -58,13 +61,14 @@ impl UnparsedShapes {
     }
 }
 
-/// A line with every number folded to `N` and runs of spaces to one:
+/// A line with every number folded to `N` and runs of spaces to one, given to `f`:
 /// `Epoch 3 train acc 0.93 (12.1 s)` is `Epoch N train acc N (N s)`.
-pub fn shape_of(text: &str) -> String {
+pub fn with_shape<R>(text: &str, f: impl FnOnce(&str) -> R) -> R {
     let b = text.trim().as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(b.len().min(SHAPE_CHARS + 4));
+    let mut out = [0u8; SHAPE_CHARS];
+    let mut n = 0;
     let mut i = 0;
-    while i < b.len() && out.len() < SHAPE_CHARS {
+    while i < b.len() && n < SHAPE_CHARS {
         let c = b[i];
         if c.is_ascii_digit() {
             // A number: digits with a decimal point and an exponent (`1.5e-4`).
@@ -83,22 +87,25 @@ pub fn shape_of(text: &str) -> String {
                     }
                 }
             }
-            out.push(b'N');
+            out[n] = b'N';
+            n += 1;
         } else if c.is_ascii_whitespace() {
-            if out.last() != Some(&b' ') {
-                out.push(b' ');
+            if n == 0 || out[n - 1] != b' ' {
+                out[n] = b' ';
+                n += 1;
             }
             i += 1;
         } else {
-            out.push(c);
+            out[n] = c;
+            n += 1;
             i += 1;
         }
     }
     // Cut on a byte count: a multi-byte character cut in half is replaced, not split.
-    let mut shape = String::from_utf8(out)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    shape.truncate(shape.trim_end().len());
-    shape
+    match std::str::from_utf8(&out[..n]) {
+        Ok(shape) => f(shape.trim_end()),
+        Err(_) => f(String::from_utf8_lossy(&out[..n]).trim_end()),
+    }
 }
 
 /// The first `n` characters of `s`.
@@ -113,7 +120,10 @@ mod tests {
     #[test]
     fn numbers_fold_and_lines_of_one_shape_count_together() {
         assert_eq!(
-            shape_of("Epoch 3 train acc 0.93  (12.1 s, lr 1.5e-4)"),
+            with_shape(
+                "Epoch 3 train acc 0.93  (12.1 s, lr 1.5e-4)",
+                str::to_string
+            ),
             "Epoch N train acc N (N s, lr N)"
         );
         let mut u = UnparsedShapes::default();
