@@ -288,14 +288,20 @@ fn the_python_pane_names_the_hot_function_and_no_py_spy_text_reaches_the_screen(
 #[test]
 fn report_shows_its_progress_on_a_terminal_and_clears_it() {
     let dir = tempfile::tempdir().unwrap();
-    // About 10 MB: seconds for a debug build, past the half second before the bar shows.
+    // Past the half second before the bar shows: about 10 MB takes seconds for a debug build,
+    // a release build (built with this test) needs ten times that.
+    let bytes = if cfg!(debug_assertions) {
+        10_000_000
+    } else {
+        100_000_000
+    };
     let one = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/runs/data_bound_two_workers/train.log"),
     )
     .unwrap();
     let log = dir.path().join("big.log");
-    std::fs::write(&log, one.repeat(10_000_000 / one.len())).unwrap();
+    std::fs::write(&log, one.repeat(bytes / one.len())).unwrap();
     let script = format!(
         "{} report big.log > report.txt; echo \"exit=$?\"; sleep 60",
         steptop().display()
