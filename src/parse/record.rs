@@ -343,9 +343,9 @@ impl ConfigFact {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Record {
     /// Boxed: a step record is three times the size of any other, and every record moves
-    /// several times between the parser and the model. The allocation per step line costs
-    /// less than the moves with the binary's allocator (README, Performance), and a block's
-    /// records take a third of the memory.
+    /// several times between the parser and the model. With the binary's allocator the
+    /// allocation per step line is as fast, and a block's records take a third of the memory
+    /// (README, Performance).
     Step(Box<StepRecord>),
     Stage(StageRecord),
     /// A timing block's total line (`Total : 3610.53ms`, `总计`, `step time`): the model reads
