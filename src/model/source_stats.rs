@@ -2,7 +2,6 @@
 //! the lines nothing read and those whose figures cannot be true. The report's sources table
 //! and the live header show it.
 
-use crate::model::unparsed::UnparsedShapes;
 use crate::parse::{FormatCounts, LineInfo};
 
 /// Counts for one file: the report's sources table and the live header.
@@ -21,26 +20,21 @@ pub struct SourceStats {
     pub first_rejected: Option<(u64, &'static str, String)>,
     /// Lines recognised per format.
     pub formats: FormatCounts,
-    /// The unparsed lines (rejected ones aside) by shape, for the report.
-    pub unparsed_shapes: UnparsedShapes,
     /// What in a metric file could not be read (a record that fails its checksum, a torn
     /// last record), with where: the rest of the file still is.
     pub problems: Vec<String>,
 }
 
 impl SourceStats {
-    /// Counts line `line_no` (`raw`), which gave `records` records.
-    pub fn count(&mut self, line_no: u64, raw: &[u8], info: &LineInfo, records: usize) {
+    /// Counts line `line_no`, which gave `records` records; true when nothing read it.
+    pub fn count(&mut self, line_no: u64, info: &LineInfo, records: usize) -> bool {
         self.lines = self.lines.max(line_no);
         self.formats.add(info);
-        // A recognised line may say nothing to count (a cache block's head).
-        if !info.blank && records == 0 && info.format.is_none() {
-            self.unparsed += 1;
-            let mut buf = String::new();
-            self.unparsed_shapes
-                .add(line_no, crate::parse::clean::clean(raw, &mut buf));
-        }
         self.records += records as u64;
+        // A recognised line may say nothing to count (a cache block's head).
+        let unparsed = !info.blank && records == 0 && info.format.is_none();
+        self.unparsed += u64::from(unparsed);
+        unparsed
     }
 
     /// Counts line `line_no` as rejected for `what`: unparsed, whatever format it looked like;

@@ -162,7 +162,9 @@ impl Monitor {
         let stats = &mut self.source(stamp.source).stats;
         match info.rejected {
             Some(what) => stats.reject(stamp.line, what, text),
-            None => stats.count(stamp.line, text, info, records.len()),
+            None => {
+                stats.count(stamp.line, info, records.len());
+            }
         }
         for rec in records {
             self.record(stamp, rec);

@@ -8,7 +8,9 @@ use super::order::Order;
 use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
 use crate::model::source_stats::SourceStats;
+use crate::model::unparsed::UnparsedShapes;
 use crate::monitor::msg::Msg;
+use crate::parse::clean::clean;
 use crate::parse::record::{ConfigFact, EventKind, Format, Record};
 use crate::parse::user::UserPattern;
 use crate::parse::{LineInfo, Parser, prefix};
@@ -18,6 +20,9 @@ pub struct Feed {
     pub index: usize,
     pub path: String,
     pub stats: SourceStats,
+    /// The lines nothing read (rejected ones aside) by shape, for the report: the feed's
+    /// alone (the live view's counts need no shapes).
+    pub unparsed_shapes: UnparsedShapes,
     parser: Parser,
     /// The rank the file name gives (`rank3.log`), used when lines carry none.
     file_rank: Option<u32>,
@@ -45,6 +50,7 @@ impl Feed {
             index,
             path: path.to_string(),
             stats: SourceStats::default(),
+            unparsed_shapes: UnparsedShapes::default(),
             parser: Parser::with_patterns(patterns),
             file_rank: rank_from_name(path),
             line_rank: None,
@@ -208,7 +214,10 @@ impl Feed {
             info.glued = None;
             return stamp;
         }
-        self.stats.count(line_no, raw, info, records.len());
+        if self.stats.count(line_no, info, records.len()) {
+            let mut buf = String::new();
+            self.unparsed_shapes.add(line_no, clean(raw, &mut buf));
+        }
         for rec in records {
             let rec = match rec {
                 // A step line beside the metric files still says how many steps the run takes.

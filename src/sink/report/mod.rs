@@ -293,7 +293,7 @@ const UNPARSED_SHAPES_SHOWN: usize = 5;
 fn unparsed_shapes(feeds: &[Feed]) -> Vec<UnparsedOut> {
     let mut all: std::collections::HashMap<&str, UnparsedOut> = Default::default();
     for feed in feeds {
-        for (shape, s) in feed.stats.unparsed_shapes.iter() {
+        for (shape, s) in feed.unparsed_shapes.iter() {
             all.entry(shape)
                 .and_modify(|o| o.count += s.count)
                 .or_insert_with(|| UnparsedOut {
