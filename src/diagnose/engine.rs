@@ -341,6 +341,17 @@ impl Diagnosis {
                     (t, t)
                 }
             };
+            // An alert raised on the readings of the job's start is explained once steps
+            // come (the rules read only the readings since): it clears at once, with no
+            // cool-down. On a real H200 an idle start of 10 s raised low_gpu_util, and its
+            // dwell kept it, words of 0%, past the end of a short run at 98%.
+            if rule.basis == Basis::Seconds
+                && let (Some((_, raised)), Some(first)) =
+                    (self.states[i].active, m.timeline.first_step_clock)
+                && raised < first
+            {
+                self.clear(i, None, step, time);
+            }
             let hidden = view.any_active(self.hidden_by[i]);
             view.describe = false;
             let level = if hidden {

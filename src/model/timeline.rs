@@ -64,6 +64,8 @@ pub struct Timeline {
     /// are the job's start: imports, loading, the first compile), or when steps came again
     /// after a gap of `GAP_S` or more.
     pub resumed_at: Option<f64>,
+    /// The samples' clock when the first step came after readings.
+    pub first_step_clock: Option<f64>,
 }
 
 /// Seconds without a step, by the samples' clock, after which steps that come again count as
@@ -92,7 +94,10 @@ impl Timeline {
             return;
         }
         match (self.step_clock, clock) {
-            (None, Some(now)) => self.resumed_at = Some(now),
+            (None, Some(now)) => {
+                self.resumed_at = Some(now);
+                self.first_step_clock = Some(now);
+            }
             (Some(Some(prev)), Some(now)) if now - prev >= GAP_S => self.resumed_at = Some(now),
             _ => {}
         }
@@ -205,6 +210,7 @@ mod tests {
         let mut t = Timeline::default();
         t.step(Some(0), (0.0, false), Some(1300.0), || None, Some(8.0));
         assert_eq!(t.resumed_at, Some(8.0));
+        assert_eq!(t.first_step_clock, Some(8.0));
         t.step(Some(1), (0.0, false), Some(50.0), || None, Some(9.0));
         assert_eq!(t.resumed_at, Some(8.0));
     }

@@ -326,6 +326,39 @@ mod tests {
     }
 
     #[test]
+    fn an_alert_on_the_readings_of_the_jobs_start_clears_when_steps_come() {
+        use crate::model::sample::GpuReading;
+        let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+        let sample = |time: f64, util: u32| Sample {
+            time,
+            gpus: vec![GpuReading {
+                name: "H200".into(),
+                util_pct: Some(util),
+                power_w: Some(80.0),
+                ..GpuReading::default()
+            }],
+            ..Sample::default()
+        };
+        // Fifteen seconds of start-up at 0% (imports, CUDA's start), as on a real H200.
+        for t in 0..15 {
+            m.apply(Msg::Sample(Box::new(sample(f64::from(t), 0))));
+        }
+        let active = |m: &Monitor| m.diagnosis.active().any(|a| a.rule == "low_gpu_util");
+        assert!(active(&m), "raised on the readings alone");
+        // Then the job steps at 98%: the start's alert goes at the next reading.
+        for t in 15..20 {
+            m.apply(line(
+                0,
+                u64::from(t as u32),
+                f64::from(t),
+                Some(u64::from(t as u32)),
+            ));
+            m.apply(Msg::Sample(Box::new(sample(f64::from(t) + 0.5, 98))));
+        }
+        assert!(!active(&m), "the start explains it");
+    }
+
+    #[test]
     fn lines_reach_the_model_and_the_source_counts() {
         let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
         assert!(m.apply(Msg::Opened {
