@@ -279,11 +279,6 @@ impl Diagnosis {
         &self.cfg
     }
 
-    /// The ids of the rules with an active alert.
-    pub fn active_ids(&self) -> Vec<&'static str> {
-        self.active_ids.clone()
-    }
-
     /// The rules with an active alert as a view takes them: their ids and their bits.
     pub fn active_set(&self) -> (Vec<&'static str>, u64) {
         (self.active_ids.clone(), self.active_mask)

@@ -264,9 +264,8 @@ fn median(runs: usize, mut f: impl FnMut() -> bool) -> Option<f64> {
 
 /// The median of `runs` timings `f` takes itself, None if one failed.
 fn median_of(runs: usize, mut f: impl FnMut() -> Option<f64>) -> Option<f64> {
-    let mut secs = (0..runs).map(|_| f()).collect::<Option<Vec<f64>>>()?;
-    secs.sort_by(f64::total_cmp);
-    secs.get(runs / 2).copied()
+    let secs = (0..runs).map(|_| f()).collect::<Option<Vec<f64>>>()?;
+    Some(middle(secs))
 }
 
 /// What the live view does with a file that is already written: its follow thread reads the
