@@ -3,13 +3,14 @@
 //!
 //! A block is cut from whole lines and parsed on a parser thread (on a machine with one core,
 //! in place); the caller takes the parsed blocks back in order, passes each line through its
-//! file's feed (judged, stamped, counted) and hands the block on. A parser thread cannot
-//! know the context the previous block ended in (an open timing block, a Keras epoch header),
-//! so it starts from the default context and remembers its context after every line. If the
-//! real context differs, the caller parses the block's first lines again with it until its
-//! context equals the one the thread reached after the same line: from there on the thread's
-//! results are what a sequential parse gives, because parsing depends on nothing but the line
-//! and the context. Lines that arrive one by one (live following) take `Feed::message`, the
+//! file's feed (judged, stamped, counted) and hands the block on. A parser thread cannot be
+//! sure of the context the previous block ended in (an open timing block, a Keras epoch
+//! header): it starts from the context its own previous block ended in (with one parser
+//! thread, the two cores' case, that is the real one), notes that start, and remembers its
+//! context after every line. If the real context differs from the start, the caller parses
+//! the block's first lines again with it until its context equals the one the thread reached
+//! after the same line: from there on the thread's results are what a sequential parse
+//! gives, because parsing depends on nothing but the line and the context. Lines that arrive one by one (live following) take `Feed::message`, the
 //! same steps for one line (a test checks both ways give the same).
 
 use std::io;
@@ -263,9 +264,10 @@ impl Drop for LineRecords<'_> {
     }
 }
 
-/// A block parsed from the default context: per line its info, how many records it gave, and
+/// A block parsed from the context `start`: per line its info, how many records it gave, and
 /// the context after it.
 struct Parsed {
+    start: Context,
     block: Block,
     infos: Vec<LineInfo>,
     counts: Vec<u32>,
@@ -273,10 +275,11 @@ struct Parsed {
     after: Vec<Context>,
 }
 
+/// Parses `block` from the context `parser` is in: the one its previous block ended in.
 fn parse_block(parser: &mut Parser, block: Block) -> Parsed {
-    parser.set_context(Context::default());
     let n = block.lines.len();
     let mut parsed = Parsed {
+        start: parser.context(),
         infos: Vec::with_capacity(n),
         counts: Vec::with_capacity(n),
         records: Vec::with_capacity(n),
@@ -377,9 +380,10 @@ impl Drop for Pool {
 }
 
 /// A parsed block through the feed, parsing its first lines again while the real context
-/// differs from the default one the thread assumed.
+/// differs from the one the thread started from.
 fn apply(parsed: Parsed, feed: &mut Feed) -> Lines {
     let Parsed {
+        start,
         block,
         infos,
         counts,
@@ -391,7 +395,7 @@ fn apply(parsed: Parsed, feed: &mut Feed) -> Lines {
         records: Vec::with_capacity(records.len()),
         ..Lines::default()
     };
-    let mut converged = feed.parser().context() == Context::default();
+    let mut converged = feed.parser().context() == start;
     let mut records = records.into_iter();
     for (i, info) in infos.into_iter().enumerate() {
         let line = LineRecords {
