@@ -74,8 +74,8 @@ struct RuleState {
     /// When the active alert's words were last refreshed.
     refreshed: f64,
     /// The words of the strongest moment so far (largest gain): a cleared alert keeps them,
-    /// while an active one shows the latest.
-    peak: Option<Finding>,
+    /// while an active one shows the latest. Boxed: every new run resets every rule's state.
+    peak: Option<Box<Finding>>,
 }
 
 /// The alerts of a run so far.
@@ -150,7 +150,7 @@ impl Diagnosis {
         for i in 0..RULES.len() {
             self.clear(i, None, step, time);
         }
-        self.states = vec![RuleState::default(); RULES.len()];
+        self.states.fill_with(RuleState::default);
         self.steps_seen = 0;
         self.scored = 0;
         self.last_step = None;
@@ -431,7 +431,7 @@ impl Diagnosis {
                             .as_ref()
                             .is_none_or(|p| strength(&words) >= strength(p))
                         {
-                            state.peak = Some(words.clone());
+                            state.peak = Some(Box::new(words.clone()));
                         }
                         reword(alert, words);
                     }
@@ -468,7 +468,7 @@ impl Diagnosis {
         let f = describe()
             .filter(|w| w.enter.is_some())
             .unwrap_or_else(|| level.unwrap_or_default());
-        state.peak = Some(f.clone());
+        state.peak = Some(Box::new(f.clone()));
         let id = self.raised_at.iter().sum();
         self.alert_ids.push(id);
         self.alerts.push(Alert {
@@ -549,7 +549,7 @@ impl Diagnosis {
         };
         let alert = &mut self.alerts[a];
         if let Some(peak) = self.states[i].peak.take() {
-            reword(alert, peak);
+            reword(alert, *peak);
         }
         alert.cleared_step = step;
         alert.cleared_time = Some(time);

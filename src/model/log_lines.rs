@@ -53,19 +53,17 @@ impl LineKind {
 }
 
 impl LogLines {
-    /// Keeps line `line` of `source` (its bytes as read) unless nothing of it can be shown.
+    /// Keeps line `line` of `source` (its bytes as read) unless nothing of it can be shown:
+    /// the reference the tests hold `kept_of` and `keep` to.
+    #[cfg(test)]
     pub fn push(&mut self, source: usize, line: u64, raw: &[u8], kind: LineKind) {
-        let mut buf = String::new();
-        let text = clean(raw, &mut buf).trim_end();
-        if text.is_empty() {
-            return;
+        if let Some(text) = shown(raw) {
+            self.keep(source, line, text, kind);
         }
-        // Its first CHARS characters, copied at once rather than character by character.
-        let end = text
-            .char_indices()
-            .nth(CHARS)
-            .map_or(text.len(), |(i, _)| i);
-        let text = text[..end].to_string();
+    }
+
+    /// Keeps line `line` of `source`, whose text `shown` gave.
+    pub fn keep(&mut self, source: usize, line: u64, text: String, kind: LineKind) {
         if self.lines.len() == KEPT {
             self.lines.pop_front();
         }
@@ -77,31 +75,45 @@ impl LogLines {
         });
     }
 
-    /// Of lines about to be pushed in order (`raws`), the index of the first one that will
-    /// still be kept after the last: pushing only from there leaves the same lines.
-    pub fn kept_from<'a>(
+    /// Of lines about to be pushed in order (`raws`), those that will still be kept after
+    /// the last, as their indexes and texts, in order: keeping only these leaves the same
+    /// lines as pushing all, and each line is cleaned once.
+    pub fn kept_of<'a>(
         raws: impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator,
-    ) -> usize {
-        let mut buf = String::new();
-        let mut kept = 0;
-        let mut from = raws.len();
-        for raw in raws.rev() {
-            if kept == KEPT {
+    ) -> Vec<(usize, String)> {
+        let mut kept = Vec::new();
+        for (i, raw) in raws.enumerate().rev() {
+            if kept.len() == KEPT {
                 break;
             }
-            from -= 1;
-            buf.clear();
-            if !clean(raw, &mut buf).trim_end().is_empty() {
-                kept += 1;
+            if let Some(text) = shown(raw) {
+                kept.push((i, text));
             }
         }
-        from
+        kept.reverse();
+        kept
     }
 
     /// The last `n` lines, oldest first.
     pub fn last(&self, n: usize) -> impl Iterator<Item = &LogLine> {
         self.lines.iter().skip(self.lines.len().saturating_sub(n))
     }
+}
+
+/// What the pane shows of a line as read: its cleaned text, its first `CHARS` characters,
+/// or None when nothing of it can be shown.
+pub fn shown(raw: &[u8]) -> Option<String> {
+    let mut buf = String::new();
+    let text = clean(raw, &mut buf).trim_end();
+    if text.is_empty() {
+        return None;
+    }
+    // Copied at once rather than character by character.
+    let end = text
+        .char_indices()
+        .nth(CHARS)
+        .map_or(text.len(), |(i, _)| i);
+    Some(text[..end].to_string())
 }
 
 #[cfg(test)]
@@ -164,13 +176,14 @@ mod tests {
         for (i, r) in raws.iter().enumerate() {
             all.push(0, i as u64, r, LineKind::Plain);
         }
-        let from = LogLines::kept_from(raws.iter().map(Vec::as_slice));
-        assert!(from > 0 && from < raws.len());
-        for (i, r) in raws.iter().enumerate().skip(from) {
-            tail.push(0, i as u64, r, LineKind::Plain);
+        let kept = LogLines::kept_of(raws.iter().map(Vec::as_slice));
+        assert!(kept.len() == KEPT && kept[0].0 > 0);
+        for (i, text) in kept {
+            tail.keep(0, i as u64, text, LineKind::Plain);
         }
         assert_eq!(all.lines, tail.lines);
         // Fewer lines than are kept: all of them.
-        assert_eq!(LogLines::kept_from(raws[..10].iter().map(Vec::as_slice)), 0);
+        let few = LogLines::kept_of(raws[..10].iter().map(Vec::as_slice));
+        assert_eq!(few.iter().map(|k| k.0).collect::<Vec<_>>(), [2, 5, 8]);
     }
 }

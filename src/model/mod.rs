@@ -660,9 +660,9 @@ impl Model {
     }
 
     /// A log line as delivered (live or from a recording), with the records it gave, kept
-    /// among the last ones.
-    pub fn line(&mut self, source: usize, line: u64, raw: &[u8], kind: LineKind) {
-        self.log.push(source, line, raw, kind);
+    /// among the last ones; `text` is what `log_lines::shown` gave.
+    pub fn line(&mut self, source: usize, line: u64, text: String, kind: LineKind) {
+        self.log.keep(source, line, text, kind);
     }
 
     /// Call at the end of input: closes the timing blocks that had no total line.

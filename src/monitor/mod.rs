@@ -8,7 +8,7 @@ pub mod keys;
 pub mod msg;
 
 use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
-use crate::model::log_lines::{LineKind, LogLines};
+use crate::model::log_lines::{LineKind, LogLines, shown};
 use crate::model::sample::Sample;
 use crate::model::source_stats::SourceStats;
 use crate::model::{Model, ModelConfig, Stamp};
@@ -76,14 +76,8 @@ impl Monitor {
                 text,
                 ..
             } => {
-                let kind = LineKind::of(&records);
-                self.line(
-                    &stamp,
-                    &info,
-                    records.into_iter(),
-                    text.as_bytes(),
-                    Some(kind),
-                );
+                let logged = shown(text.as_bytes()).map(|t| (LineKind::of(&records), t));
+                self.line(&stamp, &info, records.into_iter(), text.as_bytes(), logged);
                 // The log pane shows every line.
                 true
             }
@@ -129,35 +123,39 @@ impl Monitor {
     /// sees the monitor after each line (headless prints the changes a line caused). Only the
     /// lines the log pane will still hold after the last are given to it.
     pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
-        let logged_from = LogLines::kept_from(lines.heads.iter().map(|h| lines.text_of(h)));
+        let mut shown = LogLines::kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
+            .into_iter()
+            .peekable();
         let mut records = lines.records.into_iter();
         for (i, head) in lines.heads.iter().enumerate() {
             let n = head.records as usize;
-            let kind = (i >= logged_from).then(|| LineKind::of(&records.as_slice()[..n]));
+            let logged = shown
+                .next_if(|(at, _)| *at == i)
+                .map(|(_, t)| (LineKind::of(&records.as_slice()[..n]), t));
             let text = &lines.text[head.start..head.end];
             self.line(
                 &head.stamp,
                 &head.info,
                 records.by_ref().take(n),
                 text,
-                kind,
+                logged,
             );
             after_each(self, head);
         }
     }
 
-    /// One line: counted for its file, shown in the log pane when `logged` (with its kind),
-    /// its records into the model and the rules.
+    /// One line: counted for its file, shown in the log pane when `logged` (its kind and
+    /// shown text), its records into the model and the rules.
     fn line(
         &mut self,
         stamp: &Stamp,
         info: &LineInfo,
         records: impl ExactSizeIterator<Item = Record>,
         text: &[u8],
-        logged: Option<LineKind>,
+        logged: Option<(LineKind, String)>,
     ) {
-        if let Some(kind) = logged {
-            self.model.line(stamp.source, stamp.line, text, kind);
+        if let Some((kind, shown)) = logged {
+            self.model.line(stamp.source, stamp.line, shown, kind);
         }
         let stats = &mut self.source(stamp.source).stats;
         match info.rejected {
