@@ -49,6 +49,7 @@ pub struct Parser {
     user: Arc<Vec<user::UserPattern>>,
     ctx: Context,
     shapes: shape::Shapes,
+    reads: shape::Scratch,
 }
 
 /// What some formats need to remember from earlier lines. It is small and `Copy` on purpose:
@@ -234,7 +235,7 @@ impl Parser {
                 let mut buf = std::mem::take(&mut self.buf);
                 let done = program
                     .text(raw, &mut buf)
-                    .and_then(|text| program.run(raw, text, &before, out));
+                    .and_then(|text| program.run(raw, text, &before, out, &mut self.reads));
                 self.buf = buf;
                 if let Some((info, ctx)) = done {
                     self.ctx = ctx;
