@@ -51,6 +51,10 @@ pub struct Timeline {
     pub marks: VecDeque<StepMark>,
     /// The marks' median step time and median absolute deviation, in ms.
     pub spread: Option<(f64, f64)>,
+    /// Marks by decreasing step time, each after the larger ones pushed before it, with its
+    /// number (`pushed` before it came): the front is the longest step kept. A rule asks at
+    /// every step whether any mark is over its limit; this answers without a pass over them.
+    peaks: VecDeque<(u64, f64)>,
     pushed: u64,
     pub pauses: Pauses,
     /// Log time of the first and the last step with a real time: the wall time they span.
@@ -128,7 +132,15 @@ impl Timeline {
         if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
             if self.marks.len() == MARKS_KEPT {
                 self.marks.pop_front();
+                let gone = self.pushed - MARKS_KEPT as u64;
+                if self.peaks.front().is_some_and(|p| p.0 == gone) {
+                    self.peaks.pop_front();
+                }
             }
+            while self.peaks.back().is_some_and(|p| p.1 <= ms) {
+                self.peaks.pop_back();
+            }
+            self.peaks.push_back((self.pushed, ms));
             let first = self.pushed == 0;
             self.marks.push_back(StepMark {
                 step,
@@ -141,6 +153,11 @@ impl Timeline {
                 self.spread = spread(self.marks.iter().map(|m| m.ms));
             }
         }
+    }
+
+    /// The longest step time among the marks, in ms.
+    pub fn longest_ms(&self) -> Option<f64> {
+        self.peaks.front().map(|p| p.1)
     }
 
     /// Wall time spanned by the steps with a real time, in seconds.
@@ -162,6 +179,30 @@ fn spread(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_step_is_the_largest_mark_kept() {
+        let mut t = Timeline::default();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for i in 0..(3 * MARKS_KEPT as u64) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            // Long stretches that only fall, so the largest leaves the window by age.
+            let ms = match i / 100 % 3 {
+                0 => 1000.0 - i as f64,
+                _ => (seed % 500) as f64,
+            };
+            let ms = if seed % 11 == 0 { f64::NAN } else { ms };
+            t.step(Some(i), (i as f64, true), Some(ms), || None, None);
+            let max = t
+                .marks
+                .iter()
+                .map(|m| m.ms)
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+            assert_eq!(t.longest_ms(), max, "step {i}");
+        }
+    }
 
     #[test]
     fn a_pause_is_the_gap_around_a_boundary_less_a_usual_step() {

@@ -48,6 +48,10 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     let (med, mad) = v.m.timeline.spread?;
     let mad = mad * 1.4826;
     let limit = (med + k.get("k") * mad).max(k.get("min-ratio") * med);
+    // No step over the limit, no spike: most steps end here, without the pass below.
+    if v.m.timeline.longest_ms().is_none_or(|ms| ms <= limit) {
+        return None;
+    }
     // A spike stands alone: a run of slow steps is a slower phase (throughput_drift's), not
     // outliers. The newest step has no next one yet, so it is judged by the one before.
     let slow = |i: usize| marks.get(i).is_some_and(|m| m.ms > limit);
