@@ -20,6 +20,7 @@ pub mod sample;
 pub mod source_stats;
 pub mod stacks;
 pub mod stages;
+pub mod step_map;
 pub mod timeline;
 pub mod timing;
 pub mod unparsed;

@@ -4,11 +4,12 @@
 //! with its step so that the time no log accounts for (backward, optimizer, sync) is measured.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use super::Stamp;
 use super::breakdown::Over;
+use super::step_map::StepMap;
 use super::timing::{self, Figures, Line, Place, Structure, TotalIs};
 use super::window::{Rolling, RunStats};
 use crate::parse::labels::Role;
@@ -156,7 +157,7 @@ pub struct Stages {
     /// Per file: whether its total comes first in a block (else last), once seen.
     total_first: Vec<(usize, bool)>,
     layouts: HashMap<u64, Vec<(Structure, u64)>>,
-    steps: BTreeMap<u64, StepFacts>,
+    steps: StepMap<StepFacts>,
     steps_by_time: VecDeque<(f64, StepFacts)>,
     pending: VecDeque<(u64, u32, Figures)>,
 }
@@ -186,7 +187,7 @@ impl Stages {
             total_first: Vec::new(),
             timer_steps: Vec::new(),
             layouts: HashMap::new(),
-            steps: BTreeMap::new(),
+            steps: StepMap::new(MATCH_KEEP),
             steps_by_time: VecDeque::new(),
             pending: VecDeque::new(),
         }
@@ -402,7 +403,7 @@ impl Stages {
             return;
         }
         let facts = match b.step {
-            Some(step) => self.steps.get(&step).copied(),
+            Some(step) => self.steps.get(step),
             None => self.step_at(b.time),
         };
         // A block whose total is the step needs no step line.
@@ -521,7 +522,7 @@ impl Stages {
     /// A step's figures, to match blocks that came before or will come after it.
     pub fn step(&mut self, step: Option<u64>, f: StepFacts) {
         if let Some(step) = step {
-            if self.steps.contains_key(&step) {
+            if self.steps.contains(step) {
                 return;
             }
             if let Some(i) = self.pending.iter().position(|(s, ..)| *s == step)
@@ -530,9 +531,6 @@ impl Stages {
                 self.settle(fig, Some(f), f.time, rank);
             }
             self.steps.insert(step, f);
-            if self.steps.len() > MATCH_KEEP {
-                self.steps.pop_first();
-            }
         }
         if self.steps_by_time.len() == MATCH_KEEP {
             self.steps_by_time.pop_front();
