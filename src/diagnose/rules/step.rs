@@ -270,10 +270,13 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
     // phase is most of the window, a few slow steps (a pause logged in a step, a brief
     // hiccup) are not a drift.
     let steps = &v.m.merged.step_time_ms;
-    let recent = steps
-        .recent
-        .mean_last_but_max(v.windows.steps)?
-        .min(steps.recent(v.windows.steps)?.p50);
+    let mean = steps.recent.mean_last_but_max(v.windows.steps)?;
+    // The recent figure is at most that mean: when the mean is under the exit factor already,
+    // so is the figure, whatever the median (a sort of the window, at every step) would be.
+    if norm > 0.0 && mean / norm < k.get("exit-factor") {
+        return None;
+    }
+    let recent = mean.min(steps.recent(v.windows.steps)?.p50);
     let ratio = recent / norm;
     let level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
     let title = || {
