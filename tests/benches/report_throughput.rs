@@ -246,6 +246,71 @@ fn main() {
     );
     let history = median_of(3, || history_read(&path, &cfg));
     versus("live view's history (follow until caught up)", history, mb);
+
+    // One long run, as most real logs are: every line a step, in the seeds' format (which the
+    // script reads too), a quarter of the mixed log's size. Here the rules and the model
+    // meet full windows at every step, where the mixed log's 1.8 KB runs rarely fill one.
+    let one_run = dir.path().join("one-run.log");
+    let one_bytes = build_one_run(&one_run, (bytes / 4).max(1 << 20));
+    let one_mb = one_bytes as f64 / 1e6;
+    let one_s = one_run.to_str().expect("utf-8 temp path");
+    let report_one = median(3, || {
+        Command::new(bin)
+            .args(["report", "--format", "json", one_s])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    let user_one = median(3, || {
+        Command::new("python3")
+            .arg(&script)
+            .arg(one_s)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    match (report_one, user_one) {
+        (Some(r), Some(u)) => println!(
+            "  one long run ({:.0} MiB, one step a line): report {:.0} MB/s, the user's Python \
+             script {:.0} MB/s (medians of 3); report is {:.2}x it",
+            one_bytes as f64 / 1048576.0,
+            one_mb / r,
+            one_mb / u,
+            u / r
+        ),
+        _ => println!("  one long run: report or the script failed"),
+    }
+}
+
+/// A run of steps counting up, one line each in the seeds' in-house format, with loss, rate
+/// and data time drawn afresh each line, until the file reaches `target` bytes.
+fn build_one_run(path: &Path, target: u64) -> u64 {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    let (mut written, mut step) = (0, 0u64);
+    let total = target / 60;
+    while written < target {
+        step += 1;
+        let line = format!(
+            "step {step}/{total} | loss={}.{:04} | lr=2.0e-05 | {}.{} samples/s | data_time={}.{}ms\n",
+            2 + next(2),
+            next(10_000),
+            400 + next(100),
+            next(10),
+            10 + next(20),
+            next(10)
+        );
+        out.write_all(line.as_bytes()).expect("write");
+        written += line.len() as u64;
+    }
+    out.flush().expect("flush");
+    written
 }
 
 /// The middle value.
