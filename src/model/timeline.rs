@@ -193,7 +193,11 @@ mod tests {
                 0 => 1000.0 - i as f64,
                 _ => (seed % 500) as f64,
             };
-            let ms = if seed.is_multiple_of(11) { f64::NAN } else { ms };
+            let ms = if seed.is_multiple_of(11) {
+                f64::NAN
+            } else {
+                ms
+            };
             t.step(Some(i), (i as f64, true), Some(ms), || None, None);
             let max = t
                 .marks

@@ -10,8 +10,9 @@
 //! context after every line. If the real context differs from the start, the caller parses
 //! the block's first lines again with it until its context equals the one the thread reached
 //! after the same line: from there on the thread's results are what a sequential parse
-//! gives, because parsing depends on nothing but the line and the context. Lines that arrive one by one (live following) take `Feed::message`, the
-//! same steps for one line (a test checks both ways give the same).
+//! gives, because parsing depends on nothing but the line and the context. Lines that arrive
+//! one by one (live following) take `Feed::message`, the same steps for one line (a test
+//! checks both ways give the same).
 
 use std::io;
 use std::path::Path;
