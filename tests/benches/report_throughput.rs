@@ -199,12 +199,7 @@ fn main() {
     // two regexes, the means), same file, same run: what steptop must beat.
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/user_script.py");
     let user = median(3, || {
-        Command::new("python3")
-            .arg(&script)
-            .arg(path_s)
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        succeeds(Command::new("python3").arg(&script).arg(path_s))
     });
     match (user, report_rate) {
         (Some(u), Some(rate)) => println!(
@@ -225,19 +220,11 @@ fn main() {
         _ => println!("  {name}: failed"),
     };
     let replay = median(3, || {
-        Command::new(bin)
-            .args(["replay", "--speed", "max", "--headless", path_s])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        succeeds(Command::new(bin).args(["replay", "--speed", "max", "--headless", path_s]))
     });
     versus("replay --speed max --headless", replay, mb);
     let compare = median(3, || {
-        Command::new(bin)
-            .args(["compare", path_s, path_s])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        succeeds(Command::new(bin).args(["compare", path_s, path_s]))
     });
     versus(
         "compare (the file against itself: twice its bytes)",
@@ -255,19 +242,10 @@ fn main() {
     let one_mb = one_bytes as f64 / 1e6;
     let one_s = one_run.to_str().expect("utf-8 temp path");
     let report_one = median(3, || {
-        Command::new(bin)
-            .args(["report", "--format", "json", one_s])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        succeeds(Command::new(bin).args(["report", "--format", "json", one_s]))
     });
     let user_one = median(3, || {
-        Command::new("python3")
-            .arg(&script)
-            .arg(one_s)
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        succeeds(Command::new("python3").arg(&script).arg(one_s))
     });
     match (report_one, user_one) {
         (Some(r), Some(u)) => println!(
@@ -311,6 +289,13 @@ fn build_one_run(path: &Path, target: u64) -> u64 {
     }
     out.flush().expect("flush");
     written
+}
+
+/// Runs `cmd` with its output thrown away: whether it succeeded.
+fn succeeds(cmd: &mut Command) -> bool {
+    cmd.stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The middle value.
