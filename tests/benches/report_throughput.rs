@@ -4,7 +4,9 @@
 //! beside `rg -c` with one regex and the Python script a user writes instead
 //! (`user_script.py`, two regexes) over the same file; replay at full speed, compare and the live
 //! view's history read against report's rate; the CPU-seconds per GB of reading, parsing, the
-//! model and the diagnosis, and the peak RSS they reach in this process. Size:
+//! model and the diagnosis, and the peak RSS they reach in this process; then, on one long
+//! run (every line a step, a quarter of the size), report against the script and the
+//! diagnosis's cost per step, where its windows are full. Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves it,
 //! to profile on it.
 
@@ -91,55 +93,7 @@ fn main() {
         "  peak RSS of this process after the stages (report's path in-process): {:.1} MiB",
         peak_rss_kib() as f64 / 1024.0
     );
-    // The diagnosis alone: the records of the file's first blocks held in memory, applied to
-    // a model alone and then through the monitor (model and diagnosis), the same records.
-    let mut held: Vec<(Stamp, steptop::Record)> = Vec::new();
-    let mut held_bytes = 0u64;
-    let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-    steptop::read_file(&path, &mut feed, &mut |lines| {
-        if held_bytes >= DIAGNOSIS_BYTES {
-            return;
-        }
-        held_bytes += lines.bytes;
-        let mut records = lines.records.into_iter();
-        for head in &lines.heads {
-            held.extend(
-                records
-                    .by_ref()
-                    .take(head.records as usize)
-                    .map(|rec| (head.stamp, rec)),
-            );
-        }
-    })
-    .expect("read");
-    // Medians of three of each, alternating: one pass is a fraction of a second, and CPU time
-    // is read in ticks of 10 ms.
-    let mut alone = Vec::new();
-    let mut monitored = Vec::new();
-    let mut steps = 0;
-    for _ in 0..3 {
-        alone.push(cpu(&mut || {
-            let mut model = Model::new(cfg.model);
-            for (stamp, rec) in held.iter().cloned() {
-                if let (Some(rec), new_run) = model.count(&stamp, rec) {
-                    if new_run {
-                        model.new_run(0);
-                    }
-                    model.apply(&stamp, rec);
-                }
-            }
-        }));
-        monitored.push(cpu(&mut || {
-            let mut mon = Monitor::new(cfg.model, cfg.diagnose.clone());
-            for (stamp, rec) in held.iter().cloned() {
-                mon.record(&stamp, rec);
-            }
-            steps = mon.diagnosis.steps_evaluated();
-        }));
-    }
-    let (alone, monitored) = (middle(alone), middle(monitored));
-    drop(held);
-    let diagnosis_s = (monitored - alone).max(0.0);
+    let (diagnosis_s, steps, held_bytes) = diagnosis_cost(&path, &cfg);
     let diagnosis = diagnosis_s / (held_bytes as f64 / 1e9);
     println!(
         "  CPU-seconds per GB: reading {:.2}, parsing {:.2}, model {:.2}, diagnosis {:.2}, \
@@ -247,6 +201,11 @@ fn main() {
     let user_one = median(3, || {
         succeeds(Command::new("python3").arg(&script).arg(one_s))
     });
+    let (one_diag_s, one_steps, _) = diagnosis_cost(&one_run, &cfg);
+    println!(
+        "  diagnosis on the long run: {:.2} us per evaluated step ({one_steps} steps)",
+        one_diag_s / one_steps.max(1) as f64 * 1e6
+    );
     match (report_one, user_one) {
         (Some(r), Some(u)) => println!(
             "  one long run ({:.0} MiB, one step a line): report {:.0} MB/s, the user's Python \
@@ -258,6 +217,63 @@ fn main() {
         ),
         _ => println!("  one long run: report or the script failed"),
     }
+}
+
+/// The diagnosis alone: the records of the file's first `DIAGNOSIS_BYTES` held in memory,
+/// applied to a model alone and then through the monitor (model and diagnosis), the same
+/// records and the same new runs. Returns the CPU-seconds between the two (medians of three
+/// alternating passes: one pass is a fraction of a second, and CPU time is read in ticks of
+/// 10 ms), the steps evaluated, and the bytes held.
+fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
+    let mut held: Vec<(Stamp, steptop::Record)> = Vec::new();
+    let mut held_bytes = 0u64;
+    let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
+    steptop::read_file(path, &mut feed, &mut |lines| {
+        if held_bytes >= DIAGNOSIS_BYTES {
+            return;
+        }
+        held_bytes += lines.bytes;
+        let mut records = lines.records.into_iter();
+        for head in &lines.heads {
+            held.extend(
+                records
+                    .by_ref()
+                    .take(head.records as usize)
+                    .map(|rec| (head.stamp, rec)),
+            );
+        }
+    })
+    .expect("read");
+    let cpu = |f: &mut dyn FnMut()| {
+        let before = cpu_seconds();
+        f();
+        cpu_seconds() - before
+    };
+    let mut alone = Vec::new();
+    let mut monitored = Vec::new();
+    let mut steps = 0;
+    for _ in 0..3 {
+        alone.push(cpu(&mut || {
+            let mut model = Model::new(cfg.model);
+            for (stamp, rec) in held.iter().cloned() {
+                if let (Some(rec), new_run) = model.count(&stamp, rec) {
+                    if new_run {
+                        model.new_run(0);
+                    }
+                    model.apply(&stamp, rec);
+                }
+            }
+        }));
+        monitored.push(cpu(&mut || {
+            let mut mon = Monitor::new(cfg.model, cfg.diagnose.clone());
+            for (stamp, rec) in held.iter().cloned() {
+                mon.record(&stamp, rec);
+            }
+            steps = mon.diagnosis.steps_evaluated();
+        }));
+    }
+    let (alone, monitored) = (middle(alone), middle(monitored));
+    ((monitored - alone).max(0.0), steps, held_bytes)
 }
 
 /// A run of steps counting up, one line each in the seeds' in-house format, with loss, rate
