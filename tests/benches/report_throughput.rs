@@ -52,11 +52,6 @@ fn main() {
     let path_s = path.to_str().expect("utf-8 temp path");
 
     // Where the CPU goes, per GB: each stage alone, then one more each time.
-    let cpu = |f: &mut dyn FnMut()| {
-        let before = cpu_seconds();
-        f();
-        cpu_seconds() - before
-    };
     let gb = bytes as f64 / 1e9;
     let reading = cpu(&mut || {
         steptop::read_lines(&path, &mut |_, _| {}).expect("read");
@@ -244,11 +239,6 @@ fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
         }
     })
     .expect("read");
-    let cpu = |f: &mut dyn FnMut()| {
-        let before = cpu_seconds();
-        f();
-        cpu_seconds() - before
-    };
     let mut alone = Vec::new();
     let mut monitored = Vec::new();
     let mut steps = 0;
@@ -366,6 +356,13 @@ fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
     drop(inbox);
     let _ = follower.join();
     caught_up
+}
+
+/// The CPU seconds `f` takes, all threads of this process.
+fn cpu(f: &mut dyn FnMut()) -> f64 {
+    let before = cpu_seconds();
+    f();
+    cpu_seconds() - before
 }
 
 /// CPU seconds this process has used, all threads (user and system, in ticks of 1/100 s).
