@@ -186,6 +186,22 @@ impl Compiled {
         }
     }
 
+    /// Reads every place of `text` into `into`, in `places` order.
+    fn read(&self, text: &str, into: &mut Scratch) {
+        into.0.clear();
+        into.0.extend(self.places.iter().map(|p| {
+            text.get(p.at..p.at + p.len)
+                .and_then(|s| read_as(p.kind, s))
+        }));
+    }
+
+    /// Whether every guard's place read the way it did when the shape was learned.
+    fn guards_hold(&self, read: &[Option<Val>]) -> bool {
+        self.guards
+            .iter()
+            .all(|&(i, class)| Class::of(read[i]) == class)
+    }
+
     fn value(&self, source: Source, read: &[Option<Val>], before: &Context) -> Option<Val> {
         match source {
             Source::Place(i, op) => op.apply(read[i]?),
@@ -217,15 +233,6 @@ impl Class {
             Some(Val::F(x)) if !x.is_finite() => Class::NonFinite,
             Some(_) => Class::Finite,
         }
-    }
-}
-
-impl Guard {
-    fn holds(&self, text: &str) -> bool {
-        let v = text
-            .get(self.at..self.at + self.len)
-            .and_then(|s| read_as(self.kind, s));
-        Class::of(v) == self.class
     }
 }
 
@@ -762,8 +769,13 @@ impl Program {
 
     /// True when every figure reads from `text` and every guard holds.
     fn serves(&self, text: &str, before: &Context) -> bool {
-        self.origins.iter().all(|s| s.value(text, before).is_some())
-            && self.guards.iter().all(|g| g.holds(text))
+        let c = &self.compiled;
+        let mut read = Scratch::default();
+        c.read(text, &mut read);
+        c.guards_hold(&read.0)
+            && c.figures
+                .iter()
+                .all(|&s| c.value(s, &read.0, before).is_some())
     }
 
     /// The text the parser would read for `raw`, cleaning it into `buf` when the shape needs
@@ -790,17 +802,9 @@ impl Program {
     ) -> Option<(LineInfo, Context)> {
         debug_assert!(self.text != TextAt::Raw || text.len() == raw.len());
         let c = &self.compiled;
-        let read = &mut scratch.0;
-        read.clear();
-        read.extend(c.places.iter().map(|p| {
-            text.get(p.at..p.at + p.len)
-                .and_then(|s| read_as(p.kind, s))
-        }));
-        if !c
-            .guards
-            .iter()
-            .all(|&(i, class)| Class::of(read[i]) == class)
-        {
+        c.read(text, scratch);
+        let read = &scratch.0;
+        if !c.guards_hold(read) {
             return None;
         }
         let agree = |&(i, alt): &(usize, Source)| {
