@@ -121,7 +121,7 @@ impl Ingest {
             pool: (threads >= 1)
                 .then(|| Pool::start(parser, threads))
                 .flatten(),
-            block: Block::default(),
+            block: Block::sized(block_bytes),
             block_bytes,
         }
     }
@@ -155,7 +155,7 @@ impl Ingest {
     }
 
     fn send(&mut self, feed: &mut Feed, out: &mut dyn FnMut(Lines)) -> io::Result<()> {
-        let block = std::mem::take(&mut self.block);
+        let block = std::mem::replace(&mut self.block, Block::sized(self.block_bytes));
         match &mut self.pool {
             Some(pool) => {
                 if let Some(parsed) = pool.send(block)? {
@@ -181,6 +181,16 @@ struct Block {
 }
 
 impl Block {
+    /// An empty block with room for `bytes` of lines and a line longer than most: filled
+    /// without the copies of growing from nothing.
+    fn sized(bytes: usize) -> Block {
+        Block {
+            bytes: Vec::with_capacity(bytes + 4096),
+            lines: Vec::with_capacity(bytes / 64),
+            input: 0,
+        }
+    }
+
     fn push(&mut self, line_no: u64, raw: &[u8]) {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(raw);
