@@ -47,6 +47,9 @@ pub struct DiagnoseConfig {
     pub target_samples_per_s: Option<f64>,
     /// Per rule, in `RULES` order: its knobs, defaults overridden by the file.
     pub rules: Vec<Knobs>,
+    /// Checks every rule at every step, even one whose needs the model does not hold
+    /// (needs.rs): the reference the passing-over is tested against. Not a setting.
+    pub every_rule: bool,
 }
 
 impl Default for DiagnoseConfig {
@@ -124,6 +127,7 @@ impl DiagnoseConfig {
             boundary_steps: section.boundary_steps,
             target_samples_per_s: section.target_samples_per_s,
             rules,
+            every_rule: false,
         })
     }
 }

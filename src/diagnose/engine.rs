@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::DiagnoseConfig;
+use super::needs::Needs;
 use super::params::Basis;
 use super::rules::RULES;
 use super::view::View;
@@ -310,18 +311,22 @@ impl Diagnosis {
         );
         let mut view = View::new(m, cfg.windows(), active);
         let log_time = m.last_time.unwrap_or(0.0);
+        let has = if cfg.every_rule {
+            Needs::ALL
+        } else {
+            Needs::of(m)
+        };
         for (i, rule) in RULES.iter().enumerate() {
             if !bases.contains(&rule.basis) {
                 continue;
             }
             // An event rule's symptom only begins with an event: between events it is
-            // evaluated only while it is raised or being sustained.
+            // evaluated only while it is raised or being sustained. A rule without what it
+            // needs has no symptom: passed over unless it has an alert to clear or a
+            // sustain to break.
             let state = &self.states[i];
-            if rule.basis == Basis::Events
-                && !from_event
-                && state.active.is_none()
-                && state.entering.is_none()
-            {
+            let idle = state.active.is_none() && state.entering.is_none();
+            if idle && (rule.basis == Basis::Events && !from_event || !rule.needs.met_by(has)) {
                 continue;
             }
             let (progress, time) = match rule.basis {

@@ -7,6 +7,7 @@
 pub mod checklist;
 mod config;
 mod engine;
+mod needs;
 pub mod params;
 pub mod rules;
 pub mod view;

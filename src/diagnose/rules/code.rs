@@ -2,7 +2,7 @@
 //! the main thread while the GPU waits (the users' seed 003: nested Python loops in every
 //! step, a GPU at 100 W of 575 W).
 
-use super::{Rule, View, grade, p, pct};
+use super::{Needs, Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::model::stacks::{Place, Role};
@@ -46,6 +46,7 @@ pub const PYTHON_HOTSPOT: Rule = Rule {
         "data_loading_bound",
         "loader_workers_starved",
     ],
+    needs: Needs::NOTHING,
     check: python_hotspot,
 };
 

@@ -1,7 +1,7 @@
 //! What the log says happened: crashes, NaN losses, AMP overflow backoffs; and the logged
 //! configuration, when it explains a symptom or disagrees with what runs.
 
-use super::{Rule, View, p};
+use super::{Needs, Rule, View, p};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::record::EventKind;
@@ -17,6 +17,7 @@ pub const CRASH_EVENT: Rule = Rule {
     )],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: crash_event,
 };
 
@@ -86,6 +87,7 @@ pub const NONFINITE_LOSS: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: nonfinite_loss,
 };
 
@@ -131,6 +133,7 @@ pub const LOSS_SCALE_UNSTABLE: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["nonfinite_loss"],
+    needs: Needs::NOTHING,
     check: loss_scale_unstable,
 };
 
@@ -170,6 +173,7 @@ pub const CONFIG_HINT: Rule = Rule {
     )],
     detail: true,
     hidden_by: &[],
+    needs: Needs::WORKERS.or(Needs::SETTINGS),
     check: config_hint,
 };
 
@@ -269,6 +273,7 @@ pub const CONFIG_MISMATCH: Rule = Rule {
     params: &[],
     detail: true,
     hidden_by: &[],
+    needs: Needs::WORKERS.or(Needs::CHANGED),
     check: config_mismatch,
 };
 

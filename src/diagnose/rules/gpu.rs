@@ -1,7 +1,7 @@
 //! What the GPUs say: starved by the host, idle for no known reason, busy (the compute is the
 //! limit), or held down by their clocks. Their memory has its own file.
 
-use super::{Rule, View, grade, p, pct};
+use super::{Needs, Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 
@@ -33,6 +33,7 @@ pub const GPU_STARVED: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["python_hotspot"],
+    needs: Needs::NOTHING,
     check: gpu_starved,
 };
 
@@ -113,6 +114,7 @@ pub const LOW_GPU_UTIL: Rule = Rule {
         "stalled",
         "crash_event",
     ],
+    needs: Needs::NOTHING,
     check: low_gpu_util,
 };
 
@@ -162,6 +164,7 @@ pub const COMPUTE_BOUND: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["gpu_starved", "python_hotspot", "crash_event"],
+    needs: Needs::NOTHING,
     check: compute_bound,
 };
 
@@ -241,6 +244,7 @@ pub const GPU_THROTTLING: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: gpu_throttling,
 };
 

@@ -1,6 +1,6 @@
 //! GPU memory: near its limit, growing step after step, or mostly unused while the GPU waits.
 
-use super::{Rule, View, gib, grade, p, pct};
+use super::{Needs, Rule, View, gib, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::view::fit;
 use crate::diagnose::{Finding, Severity};
@@ -17,6 +17,7 @@ pub const GPU_MEMORY_PRESSURE: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: gpu_memory_pressure,
 };
 
@@ -95,6 +96,7 @@ pub const GPU_MEMORY_UNDERUSED: Rule = Rule {
     )],
     detail: true,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: gpu_memory_underused,
 };
 
@@ -147,6 +149,7 @@ pub const GPU_MEMORY_CREEP: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["gpu_memory_pressure"],
+    needs: Needs::NOTHING,
     check: gpu_memory_creep,
 };
 

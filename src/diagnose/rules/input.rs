@@ -1,7 +1,7 @@
 //! The input pipeline: data loading share of the step, its causes (too few workers, saturated
 //! CPUs), and the sample cache.
 
-use super::{Rule, View, grade, p, pct};
+use super::{Needs, Rule, View, grade, p, pct};
 use crate::common::units::count;
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
@@ -27,6 +27,7 @@ pub const DATA_LOADING_BOUND: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["loader_workers_starved", "input_cpu_saturated"],
+    needs: Needs::NOTHING,
     check: data_loading_bound,
 };
 
@@ -130,6 +131,7 @@ pub const LOADER_WORKERS_STARVED: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::SAMPLES.or(Needs::WORKERS),
     check: loader_workers_starved,
 };
 
@@ -207,6 +209,7 @@ pub const INPUT_CPU_SATURATED: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::SAMPLES,
     check: input_cpu_saturated,
 };
 
@@ -254,6 +257,7 @@ pub const CACHE_INEFFECTIVE: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::CACHE,
     check: cache_ineffective,
 };
 
@@ -313,6 +317,7 @@ pub const H2D_COPY_BOUND: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::STAGES.or(Needs::SAMPLES),
     check: h2d_copy_bound,
 };
 

@@ -1,7 +1,7 @@
 //! Host memory: pressure with its time to exhaustion, and DataLoader workers that each hold a
 //! copy of what they should share.
 
-use super::{Rule, View, gib, grade, p, pct};
+use super::{Needs, Rule, View, gib, grade, p, pct};
 use crate::common::units::count;
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
@@ -38,6 +38,7 @@ pub const HOST_MEMORY_PRESSURE: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: host_memory_pressure,
 };
 
@@ -182,6 +183,7 @@ pub const WORKER_MEMORY_BLOWUP: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: worker_memory_blowup,
 };
 

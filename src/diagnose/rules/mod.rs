@@ -12,6 +12,7 @@ mod memory;
 mod pace;
 mod step;
 
+use super::needs::Needs;
 use super::params::{Basis, Knobs, Param};
 use super::view::View;
 use super::{Finding, Severity};
@@ -26,6 +27,8 @@ pub struct Rule {
     /// than what limits the run: the verdict only while no limiting rule is active.
     pub detail: bool,
     pub hidden_by: &'static [&'static str],
+    /// What the check cannot raise an alert without (any one of these): see needs.rs.
+    pub needs: Needs,
     pub check: fn(&View, &Knobs) -> Option<Finding>,
 }
 

@@ -1,7 +1,7 @@
 //! The run's pace: outlier steps, the pauses evals and checkpoints add, a run that stopped
 //! stepping, and one rank or GPU that holds the others back.
 
-use super::{Rule, View, grade, p, pct};
+use super::{Needs, Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::model::window::median;
@@ -37,6 +37,7 @@ pub const STEP_SPIKES: Rule = Rule {
     ],
     detail: true,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: step_spikes,
 };
 
@@ -146,6 +147,7 @@ pub const EVAL_OVERHEAD: Rule = Rule {
     ],
     detail: false,
     hidden_by: &[],
+    needs: Needs::NOTHING,
     check: eval_overhead,
 };
 
@@ -216,6 +218,7 @@ pub const STALLED: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["crash_event"],
+    needs: Needs::NOTHING,
     check: stalled,
 };
 
@@ -378,6 +381,7 @@ pub const STRAGGLER: Rule = Rule {
     ],
     detail: false,
     hidden_by: &["crash_event"],
+    needs: Needs::RANKS.or(Needs::SAMPLES),
     check: straggler,
 };
 

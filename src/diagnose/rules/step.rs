@@ -1,7 +1,7 @@
 //! Where the step's time goes beyond the input: time no log accounts for, one forward stage
 //! that dominates, a larger batch that bought nothing, steps slower than the run's own norm.
 
-use super::{Rule, View, grade, p, pct};
+use super::{Needs, Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::labels::Role;
@@ -24,6 +24,7 @@ pub const UNLOGGED_TIME: Rule = Rule {
     ],
     detail: true,
     hidden_by: &[],
+    needs: Needs::BLOCKS,
     check: unlogged_time,
 };
 
@@ -108,6 +109,7 @@ pub const STAGE_HOTSPOT: Rule = Rule {
     ],
     detail: true,
     hidden_by: &[],
+    needs: Needs::TWO_STAGES,
     check: stage_hotspot,
 };
 
@@ -191,6 +193,7 @@ pub const BATCH_SCALING: Rule = Rule {
     ],
     detail: true,
     hidden_by: &[],
+    needs: Needs::BATCHES,
     check: batch_scaling,
 };
 
@@ -256,6 +259,7 @@ pub const THROUGHPUT_DRIFT: Rule = Rule {
     detail: true,
     // A larger batch makes each step slower on purpose.
     hidden_by: &["batch_scaling"],
+    needs: Needs::NOTHING,
     check: throughput_drift,
 };
 
