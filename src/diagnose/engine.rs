@@ -110,6 +110,13 @@ pub struct Diagnosis {
     /// bits of their places in `RULES`.
     active_ids: Vec<&'static str>,
     active_mask: u64,
+    /// The rules with an alert or a sustain under way (`RuleState::busy`), as bits: the
+    /// ones evaluated even when they could not raise.
+    busy: u64,
+    /// The rules of each basis, as bits: steps, seconds, events.
+    of_basis: [u64; 3],
+    /// The rules whose needs the facts last read meet, as bits, and those facts.
+    met: (Needs, u64),
     /// Per rule, the bits of the rules that hide it (its `hidden_by`).
     hidden_by: Vec<u64>,
     /// The id the first alert of the current run has (or will have): alerts of earlier runs
@@ -139,6 +146,9 @@ impl Diagnosis {
             unscored_left: 0,
             active_ids: Vec::new(),
             active_mask: 0,
+            busy: 0,
+            of_basis: [Basis::Steps, Basis::Seconds, Basis::Events].map(|b| bits(|r| r.basis == b)),
+            met: (Needs::ALL, bits(|_| true)),
             hidden_by: RULES.iter().map(|r| mask_of(r.hidden_by)).collect(),
             run_first_id: 0,
             steps_evaluated: 0,
@@ -152,6 +162,7 @@ impl Diagnosis {
             self.clear(i, None, step, time);
         }
         self.states.fill_with(RuleState::default);
+        self.busy = 0;
         self.steps_seen = 0;
         self.scored = 0;
         self.last_step = None;
@@ -311,24 +322,31 @@ impl Diagnosis {
         );
         let mut view = View::new(m, cfg.windows(), active);
         let log_time = m.last_time.unwrap_or(0.0);
+        // An event rule's symptom only begins with an event: between events it is
+        // evaluated only while it is raised or being sustained. A rule without what it needs
+        // has no symptom: passed over unless it has an alert to clear or a sustain to break.
+        // What is passed over changes no state, so the rules to visit are known up front,
+        // and visited in `RULES` order.
         let has = if cfg.every_rule {
             Needs::ALL
         } else {
             Needs::of(m)
         };
-        for (i, rule) in RULES.iter().enumerate() {
-            if !bases.contains(&rule.basis) {
-                continue;
-            }
-            // An event rule's symptom only begins with an event: between events it is
-            // evaluated only while it is raised or being sustained. A rule without what it
-            // needs has no symptom: passed over unless it has an alert to clear or a
-            // sustain to break.
-            let state = &self.states[i];
-            let idle = state.active.is_none() && state.entering.is_none();
-            if idle && (rule.basis == Basis::Events && !from_event || !rule.needs.met_by(has)) {
-                continue;
-            }
+        if self.met.0 != has {
+            self.met = (has, bits(|r| r.needs.met_by(has)));
+        }
+        let of = |b: Basis| match b {
+            Basis::Steps => self.of_basis[0],
+            Basis::Seconds => self.of_basis[1],
+            Basis::Events => self.of_basis[2],
+        };
+        let in_bases = bases.iter().fold(0, |all, b| all | of(*b));
+        let quiet = if from_event { 0 } else { of(Basis::Events) };
+        let mut visit = in_bases & (!(quiet | !self.met.1) | self.busy);
+        while visit != 0 {
+            let i = visit.trailing_zeros() as usize;
+            visit &= visit - 1;
+            let rule = &RULES[i];
             let (progress, time) = match rule.basis {
                 Basis::Steps => (self.scored as f64, log_time),
                 Basis::Events => (self.steps_seen as f64, log_time),
@@ -364,16 +382,38 @@ impl Diagnosis {
                 (rule.check)(&view, &cfg.rules[i])
             };
             self.update(i, level, &mut describe, progress, step, time);
+            self.note_busy(i);
             view.set_active(i, rule.id, self.states[i].active.is_some());
         }
         (self.active_ids, self.active_mask) = view.into_active();
         self.clear_hidden(step, log_time);
+        debug_assert!(
+            self.states.iter().enumerate().all(|(i, s)| {
+                (self.busy >> i & 1 == 1) == (s.active.is_some() || s.entering.is_some())
+            }),
+            "the busy bits are out of step with the rule states"
+        );
+    }
+
+    /// Keeps rule `i`'s bit in `busy` as its state is, after the state changed.
+    fn note_busy(&mut self, i: usize) {
+        let s = &self.states[i];
+        if s.active.is_some() || s.entering.is_some() {
+            self.busy |= 1 << i;
+        } else {
+            self.busy &= !(1 << i);
+        }
     }
 
     /// Clears at once every alert that an active, more specific alert now explains, whatever
     /// its basis: the crash hides the low utilization that follows it.
     fn clear_hidden(&mut self, step: Option<u64>, time: f64) {
-        for i in 0..RULES.len() {
+        // Only an active alert can be cleared, and the active rules are the mask's bits (set
+        // and unset with their states): most evaluations have none, and look at no state.
+        let mut active = self.active_mask;
+        while active != 0 {
+            let i = active.trailing_zeros() as usize;
+            active &= active - 1;
             if self.states[i].active.is_none() || self.active_mask & self.hidden_by[i] == 0 {
                 continue;
             }
@@ -563,11 +603,21 @@ impl Diagnosis {
             cleared: cooldown_from.map(|now| (now, sev)),
             ..RuleState::default()
         };
+        self.note_busy(i);
         let rule = RULES[i].id;
         self.active_ids.retain(|r| *r != rule);
         self.active_mask &= !(1u64 << i);
         self.push_change(time, step, rule, sev, ChangeKind::Cleared, id);
     }
+}
+
+/// The bits of the rules that `f` holds for, by their places in `RULES`.
+fn bits(f: impl Fn(&super::rules::Rule) -> bool) -> u64 {
+    RULES
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| f(r))
+        .fold(0, |all, (i, _)| all | 1 << i)
 }
 
 /// The bits of the rules named, by their places in `RULES` (at most 64 rules: see the test).
