@@ -128,7 +128,12 @@ pub struct RankState {
 impl RankState {
     /// The merged view of all ranks.
     pub fn new(window: usize) -> Self {
-        Self::with(Metric::new(window), || Metric::new(window))
+        RankState {
+            // Read only as sums (the data share): no quantiles, no chart.
+            paired_data_ms: Metric::lean(window, false),
+            paired_step_ms: Metric::lean(window, false),
+            ..Self::with(Metric::new(window), || Metric::new(window))
+        }
     }
 
     /// One rank of the run.
