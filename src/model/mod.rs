@@ -28,6 +28,7 @@ pub mod window;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use crate::common::int_hash::IntHash;
 use crate::model::log_lines::{LineKind, LogLines};
 use crate::parse::record::{
     ConfigFact, Counter, EventKind, HostMemRecord, PhaseTimers, Record, StepRecord, SummaryRecord,
@@ -149,7 +150,7 @@ pub struct Model {
     /// cleaned: the log pane shows them, and a crashed run's alert quotes what it said last.
     pub log: LogLines,
     /// How each file's ranks count their steps, to make them the run's global steps.
-    counters: HashMap<(usize, u32), Counters>,
+    counters: HashMap<(usize, u32), Counters, IntHash>,
     /// How the run's step times and rates were had.
     pub basis: Basis,
     /// Runs that ended before this one in the same file, oldest first (at most `RUNS_KEPT`).
@@ -351,7 +352,7 @@ impl Model {
             stacks: stacks::Stacks::default(),
             timeline: Timeline::default(),
             log: LogLines::default(),
-            counters: HashMap::new(),
+            counters: HashMap::default(),
             basis: Basis::default(),
             runs: Vec::new(),
             runs_dropped: 0,

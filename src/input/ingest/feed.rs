@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::order::Order;
+use crate::common::int_hash::IntHash;
 use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
 use crate::model::source_stats::SourceStats;
@@ -32,7 +33,7 @@ pub struct Feed {
     /// A timeline made of the logged step times, for files without timestamps.
     synthetic: f64,
     /// Each rank's step order in this file (thousands of ranks may share one file).
-    orders: HashMap<u32, Order>,
+    orders: HashMap<u32, Order, IntHash>,
     /// When the file was last written, as far as is known (its modification time, or the
     /// clock when it is followed): year-less timestamps are placed at or before it. Without
     /// one they stay in the year 2000.
@@ -56,7 +57,7 @@ impl Feed {
             line_rank: None,
             last_log_time: None,
             synthetic: 0.0,
-            orders: HashMap::new(),
+            orders: HashMap::default(),
             year_reference: None,
             scratch: Vec::new(),
             steps: true,
