@@ -368,7 +368,13 @@ impl Series {
         {
             self.old.push(p);
             if self.old.len() >= self.old_cap {
-                self.old = self.old.chunks(2).map(merge_points).collect();
+                // Pairwise in place: point i takes points 2i and 2i+1 (an odd last alone).
+                let half = self.old.len().div_ceil(2);
+                for i in 0..half {
+                    let end = (2 * i + 2).min(self.old.len());
+                    self.old[i] = merge_points(&self.old[2 * i..end]);
+                }
+                self.old.truncate(half);
             }
         }
     }
@@ -519,5 +525,23 @@ mod tests {
         assert!(s.len() <= 26, "{}", s.len());
         assert_eq!(s.points().map(|p| p.max).fold(0.0, f64::max), 1e9);
         assert_eq!(s.points().map(|p| p.n).sum::<u32>(), 100_000);
+    }
+
+    #[test]
+    fn series_merges_neighbours_in_time_order() {
+        // Old points of an odd count (15 of a cap of 15) merge pairwise, the last alone.
+        let mut s = Series::new(1, 15);
+        for i in 0..16 {
+            s.push(f64::from(i), f64::from(i));
+        }
+        let old: Vec<(f64, f64, f64, u32)> =
+            s.points().map(|p| (p.t0, p.t1, p.mean, p.n)).collect();
+        let mut want: Vec<(f64, f64, f64, u32)> = (0..7)
+            .map(|i| f64::from(2 * i))
+            .map(|t| (t, t + 1.0, t + 0.5, 2))
+            .collect();
+        want.push((14.0, 14.0, 14.0, 1));
+        want.push((15.0, 15.0, 15.0, 1));
+        assert_eq!(old, want);
     }
 }
