@@ -84,10 +84,12 @@ struct RuleState {
 pub struct Diagnosis {
     cfg: Arc<DiagnoseConfig>,
     states: Vec<RuleState>,
-    /// The alerts kept, in the order raised (see `ALERTS_KEPT`).
-    pub alerts: Vec<Alert>,
+    /// The alerts kept, in the order raised (see `ALERTS_KEPT`). A deque: the alert retired
+    /// is usually the first past `FIRST_KEPT`, and removing it moves the few before it rather
+    /// than the hundreds after.
+    pub alerts: VecDeque<Alert>,
     /// The id of each kept alert, ascending: ids count every alert ever raised.
-    alert_ids: Vec<u64>,
+    alert_ids: VecDeque<u64>,
     /// The latest changes, oldest first, and how many were ever made.
     changes: VecDeque<Change>,
     changes_made: u64,
@@ -131,8 +133,8 @@ impl Diagnosis {
         Diagnosis {
             states: vec![RuleState::default(); RULES.len()],
             cfg: Arc::new(cfg),
-            alerts: Vec::new(),
-            alert_ids: Vec::new(),
+            alerts: VecDeque::new(),
+            alert_ids: VecDeque::new(),
             changes: VecDeque::new(),
             changes_made: 0,
             alerts_retired: 0,
@@ -173,7 +175,7 @@ impl Diagnosis {
     /// The kept alerts raised in the current run.
     pub fn run_alerts(&self) -> impl Iterator<Item = &Alert> {
         let from = self.alert_ids.partition_point(|id| *id < self.run_first_id);
-        self.alerts[from..].iter()
+        self.alerts.range(from..)
     }
 
     /// Evaluates what `trigger` concerns, after it reached `m`.
@@ -515,8 +517,8 @@ impl Diagnosis {
             .unwrap_or_else(|| level.unwrap_or_default());
         state.peak = Some(Box::new(f.clone()));
         let id = self.raised_at.iter().sum();
-        self.alert_ids.push(id);
-        self.alerts.push(Alert {
+        self.alert_ids.push_back(id);
+        self.alerts.push_back(Alert {
             rule,
             severity: sev,
             title: f.title,
@@ -781,8 +783,8 @@ mod tests {
         );
         // The first alerts of the run stay, then the latest.
         let first: Vec<u64> = (0..FIRST_KEPT as u64).collect();
-        assert_eq!(r.d.alert_ids[..FIRST_KEPT], first[..]);
-        assert_eq!(r.d.alert_ids.last(), Some(&(r.d.raised() - 1)));
+        assert!(r.d.alert_ids.range(..FIRST_KEPT).eq(first.iter()));
+        assert_eq!(r.d.alert_ids.back(), Some(&(r.d.raised() - 1)));
         assert_eq!(
             r.d.raised_by_rule().collect::<Vec<_>>(),
             [("data_loading_bound", r.d.raised())]
