@@ -161,7 +161,11 @@ const OCTAVES: usize = 60;
 /// Only the buckets between the lowest and the highest value seen are held (`first` is the
 /// index of `buckets[0]`): a figure that stays within a few octaves, as a step time does,
 /// costs a few hundred bytes, not the 30 KiB of all sixty octaves (thousands of ranks each
-/// keep one).
+/// keep one). The first `EXACT` values are held as they are, and the histogram is made when
+/// one more comes, spanning them all at once: a figure of a short run (a log that restarts
+/// its steps often starts a fresh model each time) never makes one, and a long run's is not
+/// widened value by value while it finds its range. A quantile of the held values is the one
+/// the histogram would give: the middle of the bucket of the value at its rank.
 #[derive(Clone, Debug)]
 pub struct RunStats {
     count: u64,
@@ -169,10 +173,15 @@ pub struct RunStats {
     min: f64,
     max: f64,
     first: usize,
+    /// The histogram's counts; while `exact`, the values themselves (their bits).
     buckets: Vec<u64>,
+    exact: bool,
     /// False for a figure whose quantiles nobody reads (one rank's of thousands): no histogram.
     quantiles: bool,
 }
+
+/// Values held as they are before a histogram is made.
+const EXACT: usize = 16;
 
 impl Default for RunStats {
     fn default() -> Self {
@@ -183,6 +192,7 @@ impl Default for RunStats {
             max: f64::NEG_INFINITY,
             first: 0,
             buckets: Vec::new(),
+            exact: true,
             quantiles: true,
         }
     }
@@ -205,9 +215,30 @@ impl RunStats {
         self.sum += v;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        if self.quantiles {
-            let i = bucket_of(v);
-            self.cover(i, i);
+        if !self.quantiles {
+            return;
+        }
+        if self.exact {
+            if self.buckets.len() < EXACT {
+                self.buckets.reserve_exact(EXACT);
+                self.buckets.push(v.to_bits());
+                return;
+            }
+            self.make_histogram();
+        }
+        let i = bucket_of(v);
+        self.cover(i, i);
+        self.buckets[i - self.first] += 1;
+    }
+
+    /// The held values into a histogram that spans them (and the value on its way in, which
+    /// `min` and `max` count already).
+    fn make_histogram(&mut self) {
+        let held = std::mem::take(&mut self.buckets);
+        self.exact = false;
+        self.cover(bucket_of(self.min), bucket_of(self.max));
+        for bits in held {
+            let i = bucket_of(f64::from_bits(bits));
             self.buckets[i - self.first] += 1;
         }
     }
@@ -262,6 +293,16 @@ impl RunStats {
             return None;
         }
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if self.exact {
+            let mut values = [0.0; EXACT];
+            let held = &mut values[..self.buckets.len()];
+            for (v, bits) in held.iter_mut().zip(&self.buckets) {
+                *v = f64::from_bits(*bits);
+            }
+            let at = usize::try_from(rank - 1).unwrap_or(0);
+            let (_, v, _) = held.select_nth_unstable_by(at, f64::total_cmp);
+            return Some(bucket_mid(bucket_of(*v)).clamp(self.min, self.max));
+        }
         // Eight buckets at a time up to the group that holds the rank (a sum the compiler
         // vectorises), then one at a time: a run's median is asked for at each of its first
         // 64 steps.
@@ -431,30 +472,48 @@ mod tests {
 
     #[test]
     fn quantiles_are_the_bucket_by_bucket_walks() {
-        // The walk one bucket at a time, as the histogram defines the quantile.
-        let slow = |s: &RunStats, q: f64| {
-            let rank = ((q * s.count as f64).ceil() as u64).clamp(1, s.count);
+        // The walk one bucket at a time over a histogram of every octave, as the histogram
+        // defines the quantile: what the held values and the partial histogram both give.
+        let slow = |values: &[f64], q: f64| {
+            let mut all = vec![0u64; OCTAVES * SUB_BUCKETS];
+            values.iter().for_each(|v| all[bucket_of(*v)] += 1);
+            let (min, max) = values
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |m, v| {
+                    (m.0.min(*v), m.1.max(*v))
+                });
+            let rank = ((q * values.len() as f64).ceil() as u64).clamp(1, values.len() as u64);
             let mut seen = 0;
-            for (i, n) in s.buckets.iter().enumerate() {
+            for (i, n) in all.iter().enumerate() {
                 seen += n;
                 if seen >= rank {
-                    return bucket_mid(s.first + i).clamp(s.min, s.max);
+                    return bucket_mid(i).clamp(min, max);
                 }
             }
-            s.max
+            max
         };
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         for n in 1..200 {
             let mut s = RunStats::default();
-            for _ in 0..n {
+            let mut values = Vec::new();
+            for i in 0..n {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
-                // Spread over several octaves, so that the rank falls in any group of eight.
-                s.push(1.0 + (seed % 10_000) as f64 / 100.0);
+                // Spread over several octaves, so that the rank falls in any group of eight;
+                // now and then a zero or a negative (the lowest bucket) and ties.
+                let v = match seed % 23 {
+                    0 => 0.0,
+                    1 => -3.5,
+                    2 if i > 0 => values[0],
+                    _ => 1.0 + (seed % 10_000) as f64 / 100.0,
+                };
+                s.push(v);
+                values.push(v);
             }
+            assert_eq!(s.exact, n <= EXACT as u32);
             for q in [0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0] {
-                assert_eq!(s.quantile(q), Some(slow(&s, q)), "n {n}, q {q}");
+                assert_eq!(s.quantile(q), Some(slow(&values, q)), "n {n}, q {q}");
             }
         }
     }
