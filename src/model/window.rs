@@ -220,7 +220,9 @@ impl RunStats {
         }
         if self.exact {
             if self.buckets.len() < EXACT {
-                self.buckets.reserve_exact(EXACT);
+                if self.buckets.is_empty() {
+                    self.buckets.reserve_exact(EXACT);
+                }
                 self.buckets.push(v.to_bits());
                 return;
             }
