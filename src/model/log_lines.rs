@@ -108,11 +108,15 @@ pub fn shown(raw: &[u8]) -> Option<String> {
     if text.is_empty() {
         return None;
     }
-    // Copied at once rather than character by character.
-    let end = text
-        .char_indices()
-        .nth(CHARS)
-        .map_or(text.len(), |(i, _)| i);
+    // Copied at once rather than character by character; a text of no more bytes than
+    // `CHARS` has no more characters, and is not walked.
+    let end = if text.len() <= CHARS {
+        text.len()
+    } else {
+        text.char_indices()
+            .nth(CHARS)
+            .map_or(text.len(), |(i, _)| i)
+    };
     Some(text[..end].to_string())
 }
 
@@ -153,6 +157,9 @@ mod tests {
         assert_eq!(l.lines.len(), KEPT);
         assert_eq!(l.lines[0].line, 10);
         assert_eq!(l.lines[0].text.len(), CHARS);
+        // Characters, not bytes: 300 two-byte ones are kept whole, 500 are cut at `CHARS`.
+        let chars = |n: usize| shown("é".repeat(n).as_bytes()).map(|t| t.chars().count());
+        assert_eq!((chars(300), chars(500)), (Some(300), Some(CHARS)));
         assert_eq!(
             l.last(2).map(|x| x.line).collect::<Vec<_>>(),
             [KEPT as u64 + 8, KEPT as u64 + 9]
