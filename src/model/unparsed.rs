@@ -32,27 +32,31 @@ impl UnparsedShapes {
     pub fn add(&mut self, line: u64, text: &str) {
         // The shape is built on the stack: a new String only for a shape not seen before
         // (a log repeats a few, and this runs for every line nothing read).
-        with_shape(text, |key| {
-            if key.is_empty() {
-                return;
-            }
-            if let Some(s) = self.shapes.get_mut(key) {
-                s.count += 1;
-                return;
-            }
-            if self.shapes.len() >= SHAPES_KEPT {
-                self.others += 1;
-                return;
-            }
-            self.shapes.insert(
-                key.to_string(),
-                Shape {
-                    count: 1,
-                    line,
-                    example: cut(text.trim(), EXAMPLE_CHARS).to_string(),
-                },
-            );
-        });
+        with_shape(text, |key| self.add_shaped(line, key, || example(text)));
+    }
+
+    /// Counts line `line` under its shape `key` (`with_shape` of its cleaned text, made
+    /// elsewhere); `example` gives its example when the shape is new.
+    pub fn add_shaped(&mut self, line: u64, key: &str, example: impl FnOnce() -> String) {
+        if key.is_empty() {
+            return;
+        }
+        if let Some(s) = self.shapes.get_mut(key) {
+            s.count += 1;
+            return;
+        }
+        if self.shapes.len() >= SHAPES_KEPT {
+            self.others += 1;
+            return;
+        }
+        self.shapes.insert(
+            key.to_string(),
+            Shape {
+                count: 1,
+                line,
+                example: example(),
+            },
+        );
     }
 
     /// Every shape with its count and example, in no order.
@@ -106,6 +110,20 @@ pub fn with_shape<R>(text: &str, f: impl FnOnce(&str) -> R) -> R {
         Ok(shape) => f(shape.trim_end()),
         Err(_) => f(String::from_utf8_lossy(&out[..n]).trim_end()),
     }
+}
+
+/// What a shape keeps of its first line (cleaned): its first `EXAMPLE_CHARS` characters.
+pub fn example(text: &str) -> String {
+    cut(text.trim(), EXAMPLE_CHARS).to_string()
+}
+
+/// The line's shape (`with_shape` of its cleaned text), as the feed counts an unparsed line
+/// under.
+pub fn unparsed_shape(raw: &[u8]) -> Box<str> {
+    let mut buf = String::new();
+    with_shape(crate::parse::clean::clean(raw, &mut buf), |key| {
+        Box::from(key)
+    })
 }
 
 /// The first `n` characters of `s`.

@@ -23,6 +23,7 @@ use super::Feed;
 use crate::input::file::{ReadStats, read_lines};
 use crate::input::metrics;
 use crate::model::Stamp;
+use crate::model::unparsed::unparsed_shape;
 use crate::monitor::msg::{LineHead, Lines};
 use crate::parse::record::Record;
 use crate::parse::{Context, LineInfo, Parser};
@@ -276,7 +277,8 @@ impl Drop for LineRecords<'_> {
 }
 
 /// A block parsed from the context `start`: per line its info, how many records it gave, and
-/// the context after it.
+/// the context after it; and the shape of each line nothing read (by its place in the block),
+/// made here rather than on the monitor's thread.
 struct Parsed {
     start: Context,
     block: Block,
@@ -284,6 +286,7 @@ struct Parsed {
     counts: Vec<u32>,
     records: Vec<Record>,
     after: Vec<Context>,
+    shapes: Vec<(usize, Box<str>)>,
 }
 
 /// Parses `block` from the context `parser` is in: the one its previous block ended in.
@@ -296,15 +299,18 @@ fn parse_block(parser: &mut Parser, block: Block) -> Parsed {
         records: Vec::with_capacity(n),
         after: Vec::with_capacity(n),
         block: Block::default(),
+        shapes: Vec::new(),
     };
     for i in 0..n {
         let before = parsed.records.len();
-        parsed
-            .infos
-            .push(parser.parse(block.raw(i), &mut parsed.records));
-        parsed
-            .counts
-            .push(u32::try_from(parsed.records.len() - before).unwrap_or(u32::MAX));
+        let info = parser.parse(block.raw(i), &mut parsed.records);
+        let count = parsed.records.len() - before;
+        // What the feed counts as read by nothing (`SourceStats::count`).
+        if !info.blank && count == 0 && info.format.is_none() {
+            parsed.shapes.push((i, unparsed_shape(block.raw(i))));
+        }
+        parsed.infos.push(info);
+        parsed.counts.push(u32::try_from(count).unwrap_or(u32::MAX));
         parsed.after.push(parser.context());
     }
     parsed.block = block;
@@ -400,6 +406,7 @@ fn apply(parsed: Parsed, feed: &mut Feed) -> Lines {
         counts,
         records,
         after,
+        shapes,
     } = parsed;
     let mut out = Lines {
         heads: Vec::with_capacity(infos.len()),
@@ -408,14 +415,16 @@ fn apply(parsed: Parsed, feed: &mut Feed) -> Lines {
     };
     let mut converged = feed.parser().context() == start;
     let mut records = records.into_iter();
+    let mut shapes = shapes.into_iter().peekable();
     for (i, info) in infos.into_iter().enumerate() {
         let line = LineRecords {
             rest: &mut records,
             left: counts[i] as usize,
         };
+        let shape = shapes.next_if(|(at, _)| *at == i).map(|(_, s)| s);
         if converged {
             push(&mut out, &block, i, |line_no, raw, sink| {
-                feed.pass(line_no, raw, info, line, None, sink)
+                feed.pass(line_no, raw, info, line, None, shape.as_deref(), sink)
             });
             continue;
         }

@@ -9,7 +9,7 @@ use crate::common::int_hash::IntHash;
 use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
 use crate::model::source_stats::SourceStats;
-use crate::model::unparsed::UnparsedShapes;
+use crate::model::unparsed::{UnparsedShapes, example};
 use crate::monitor::msg::Msg;
 use crate::parse::clean::clean;
 use crate::parse::record::{ConfigFact, EventKind, Format, Record};
@@ -88,14 +88,19 @@ impl Feed {
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        let passed = self.pass(line_no, raw, info, out.drain(..), arrival, sink);
+        let passed = self.pass(line_no, raw, info, out.drain(..), arrival, None, sink);
         self.scratch = out;
         passed
     }
 
     /// A line already parsed (as `info` and `records`, on a bulk reader's thread) the rest of
     /// its way: judged (may its figures be true?), stamped, counted, and its records handed to
-    /// `sink` in order, or dropped whole with `info` saying why.
+    /// `sink` in order, or dropped whole with `info` saying why. `shape` is the line's
+    /// `unparsed_shape` when the reader's thread made it already.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one line's parts, each used once"
+    )]
     pub(super) fn pass(
         &mut self,
         line_no: u64,
@@ -103,10 +108,13 @@ impl Feed {
         mut info: LineInfo,
         records: impl ExactSizeIterator<Item = Record> + AsRef<[Record]>,
         arrival: Option<f64>,
+        shape: Option<&str>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
         let refused = self.admit(&info, records.as_ref());
-        let stamp = self.deliver(line_no, raw, &mut info, refused, records, arrival, sink);
+        let stamp = self.deliver(
+            line_no, raw, shape, &mut info, refused, records, arrival, sink,
+        );
         (info, stamp)
     }
 
@@ -154,6 +162,7 @@ impl Feed {
             info,
             records.into_iter(),
             arrival,
+            None,
             sink,
         )
     }
@@ -191,7 +200,8 @@ impl Feed {
 
     /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
     /// order, as `admit` judged them (`refused`): a line whose figures cannot be true is
-    /// counted and dropped whole, and `info` says why, crediting no format with it.
+    /// counted and dropped whole, and `info` says why, crediting no format with it. A line
+    /// nothing read is counted under `shape`, or the shape made of it here.
     #[expect(
         clippy::too_many_arguments,
         reason = "one line's parts, each used once"
@@ -200,6 +210,7 @@ impl Feed {
         &mut self,
         line_no: u64,
         raw: &[u8],
+        shape: Option<&str>,
         info: &mut LineInfo,
         refused: Option<&'static str>,
         records: impl ExactSizeIterator<Item = Record>,
@@ -216,8 +227,16 @@ impl Feed {
             return stamp;
         }
         if self.stats.count(line_no, info, records.len()) {
-            let mut buf = String::new();
-            self.unparsed_shapes.add(line_no, clean(raw, &mut buf));
+            match shape {
+                Some(key) => self.unparsed_shapes.add_shaped(line_no, key, || {
+                    let mut buf = String::new();
+                    example(clean(raw, &mut buf))
+                }),
+                None => {
+                    let mut buf = String::new();
+                    self.unparsed_shapes.add(line_no, clean(raw, &mut buf));
+                }
+            }
         }
         for rec in records {
             let rec = match rec {
