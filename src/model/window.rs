@@ -173,7 +173,7 @@ pub struct RunStats {
     min: f64,
     max: f64,
     first: usize,
-    /// The histogram's counts; while `exact`, the values themselves (their bits).
+    /// The histogram's counts; while `exact`, the values themselves (their bits), in order.
     buckets: Vec<u64>,
     exact: bool,
     /// False for a figure whose quantiles nobody reads (one rank's of thousands): no histogram.
@@ -223,7 +223,11 @@ impl RunStats {
                 if self.buckets.is_empty() {
                     self.buckets.reserve_exact(EXACT);
                 }
-                self.buckets.push(v.to_bits());
+                // Kept in order: the median is asked for at each of a run's first steps.
+                let at = self
+                    .buckets
+                    .partition_point(|b| f64::from_bits(*b).total_cmp(&v).is_le());
+                self.buckets.insert(at, v.to_bits());
                 return;
             }
             self.make_histogram();
@@ -296,14 +300,9 @@ impl RunStats {
         }
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
         if self.exact {
-            let mut values = [0.0; EXACT];
-            let held = &mut values[..self.buckets.len()];
-            for (v, bits) in held.iter_mut().zip(&self.buckets) {
-                *v = f64::from_bits(*bits);
-            }
             let at = usize::try_from(rank - 1).unwrap_or(0);
-            let (_, v, _) = held.select_nth_unstable_by(at, f64::total_cmp);
-            return Some(bucket_mid(bucket_of(*v)).clamp(self.min, self.max));
+            let v = f64::from_bits(*self.buckets.get(at)?);
+            return Some(bucket_mid(bucket_of(v)).clamp(self.min, self.max));
         }
         // Eight buckets at a time up to the group that holds the rank (a sum the compiler
         // vectorises), then one at a time: a run's median is asked for at each of its first
