@@ -112,8 +112,8 @@ pub struct Diagnosis {
     /// bits of their places in `RULES`.
     active_ids: Vec<&'static str>,
     active_mask: u64,
-    /// The rules with an alert or a sustain under way (`RuleState::busy`), as bits: the
-    /// ones evaluated even when they could not raise.
+    /// The rules with an alert active or a sustain under way (their states' `active` or
+    /// `entering`), as bits: evaluated even when they could not raise.
     busy: u64,
     /// The rules of each basis, as bits: steps, seconds, events.
     of_basis: [u64; 3],
