@@ -4,11 +4,11 @@
 //! beside `rg -c` with one regex and the Python script a user writes instead
 //! (`user_script.py`, two regexes) over the same file; replay at full speed, compare and the live
 //! view's history read against report's rate; the CPU-seconds per GB of reading, parsing, the
-//! model and the diagnosis, and the peak RSS they reach in this process; then, on one long
-//! run (every line a step, a quarter of the size), report against the script and the
-//! diagnosis's cost per step, where its windows are full. Size:
-//! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves it,
-//! to profile on it.
+//! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
+//! then, on one long run (every line a step, a quarter of the size), report against the
+//! script and the diagnosis's cost per step, where its windows are full. Size:
+//! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
+//! it, to profile on it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,38 +51,44 @@ fn main() {
     let bin = env!("CARGO_BIN_EXE_steptop");
     let path_s = path.to_str().expect("utf-8 temp path");
 
-    // Where the CPU goes, per GB: each stage alone, then one more each time.
+    // Where the CPU goes, per GB: each stage alone, then one more each time, in three
+    // rounds of all four (a stage's median of three: one pass moves by a second a GB when the
+    // machine is shared).
     let gb = bytes as f64 / 1e9;
-    let reading = cpu(&mut || {
-        steptop::read_lines(&path, &mut |_, _| {}).expect("read");
-    });
-    let parsing = cpu(&mut || {
-        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-        steptop::read_file(&path, &mut feed, &mut drop).expect("read");
-    });
-    let model = cpu(&mut || {
-        let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-        let mut model = Model::new(cfg.model);
-        steptop::read_file(&path, &mut feed, &mut |lines| {
-            let mut records = lines.records.into_iter();
-            for head in &lines.heads {
-                for rec in records.by_ref().take(head.records as usize) {
-                    // As the monitor does: a step count that goes back starts a new run.
-                    if let (Some(rec), new_run) = model.count(&head.stamp, rec) {
-                        if new_run {
-                            model.new_run(0);
+    let mut stages: [Vec<f64>; 4] = Default::default();
+    for _ in 0..3 {
+        stages[0].push(cpu(&mut || {
+            steptop::read_lines(&path, &mut |_, _| {}).expect("read");
+        }));
+        stages[1].push(cpu(&mut || {
+            let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
+            steptop::read_file(&path, &mut feed, &mut drop).expect("read");
+        }));
+        stages[2].push(cpu(&mut || {
+            let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
+            let mut model = Model::new(cfg.model);
+            steptop::read_file(&path, &mut feed, &mut |lines| {
+                let mut records = lines.records.into_iter();
+                for head in &lines.heads {
+                    for rec in records.by_ref().take(head.records as usize) {
+                        // As the monitor does: a step count that goes back starts a new run.
+                        if let (Some(rec), new_run) = model.count(&head.stamp, rec) {
+                            if new_run {
+                                model.new_run(0);
+                            }
+                            model.apply(&head.stamp, rec);
                         }
-                        model.apply(&head.stamp, rec);
                     }
                 }
-            }
-        })
-        .expect("read");
-        model.finish();
-    });
-    let full = cpu(&mut || {
-        steptop::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
-    });
+            })
+            .expect("read");
+            model.finish();
+        }));
+        stages[3].push(cpu(&mut || {
+            steptop::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
+        }));
+    }
+    let [reading, parsing, model, full] = stages.map(middle);
     // Taken now, before the other modes run here: the peak of report's own path.
     println!(
         "  peak RSS of this process after the stages (report's path in-process): {:.1} MiB",
@@ -91,8 +97,8 @@ fn main() {
     let (diagnosis_s, steps, held_bytes) = diagnosis_cost(&path, &cfg);
     let diagnosis = diagnosis_s / (held_bytes as f64 / 1e9);
     println!(
-        "  CPU-seconds per GB: reading {:.2}, parsing {:.2}, model {:.2}, diagnosis {:.2}, \
-         the rest (the monitor's line bookkeeping, the threads' hand-offs) {:.2} (all: {:.2})",
+        "  CPU-seconds per GB (medians of 3): reading {:.2}, parsing {:.2}, model {:.2}, \
+         diagnosis {:.2}, the rest (the monitor's line bookkeeping, the threads' hand-offs) {:.2} (all: {:.2})",
         reading / gb,
         (parsing - reading) / gb,
         (model - parsing) / gb,
