@@ -104,17 +104,9 @@ pub(crate) struct Program {
     records: Vec<Record>,
     info: LineInfo,
     ctx: Context,
-    origins: Vec<Origin>,
-    /// Other explanations of figure `.0`, which must give the same value.
-    alternates: Vec<(usize, Origin)>,
     /// Where each text of the records is in the line (`texts` order).
     spans: Vec<(usize, usize)>,
-    /// The parser's other reads, which must read the same way (fail, or give a finite or a
-    /// non-finite number) for its branches to be the ones learned.
-    guards: Vec<Guard>,
-    /// The above compiled for `run`: each place read once, however many figures, alternates
-    /// and guards read it (5 figures, 2 alternates and 0.4 guards a line on the bench log,
-    /// from 6 places or so).
+    /// Where each figure comes from, as `choose` took the explanations.
     compiled: Compiled,
 }
 
@@ -134,12 +126,18 @@ enum Source {
     BlockStep,
 }
 
-/// A program as places and indexes into them.
+/// A program's reads as places and indexes into them: each place read once a line, however
+/// many figures, alternates and guards read it (5 figures, 2 alternates and 0.4 guards a line
+/// on the bench log, from 6 places or so).
 #[derive(Default)]
 struct Compiled {
     places: Vec<Place>,
+    /// Each figure's explanation.
     figures: Vec<Source>,
+    /// Other explanations of figure `.0`, which must give the same value.
     alternates: Vec<(usize, Source)>,
+    /// The parser's other reads, which must read the same way (fail, or give a finite or a
+    /// non-finite number) for its branches to be the ones learned.
     guards: Vec<(usize, Class)>,
 }
 
@@ -662,9 +660,6 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
         records,
         info: line.info,
         ctx: line.after,
-        origins: Vec::new(),
-        alternates: Vec::new(),
-        guards: Vec::new(),
         compiled: Compiled::default(),
     };
     program.choose(&candidates, line.reads);
@@ -737,14 +732,14 @@ impl Memo {
 impl Program {
     /// Takes the first explanation of each figure, and every other read as a guard.
     fn choose(&mut self, candidates: &[Vec<Origin>], reads: &[Read]) {
-        self.origins = candidates.iter().map(|c| c[0]).collect();
-        self.alternates = candidates
+        let origins: Vec<Origin> = candidates.iter().map(|c| c[0]).collect();
+        let alternates: Vec<(usize, Origin)> = candidates
             .iter()
             .enumerate()
             .flat_map(|(i, c)| c[1..].iter().map(move |s| (i, *s)))
             .collect();
         let is_origin = |r: &Read| {
-            self.origins.iter().any(|s| {
+            origins.iter().any(|s| {
                 matches!(*s, Origin::Read { at, len, kind, .. }
                     if at == r.at && len == r.len && kind == r.kind)
             })
@@ -763,8 +758,7 @@ impl Program {
                 });
             }
         }
-        self.guards = guards;
-        self.compiled = Compiled::of(&self.origins, &self.alternates, &self.guards);
+        self.compiled = Compiled::of(&origins, &alternates, &guards);
     }
 
     /// True when every figure reads from `text` and every guard holds.
