@@ -25,14 +25,19 @@ pub struct SourceStats {
     pub problems: Vec<String>,
 }
 
+/// Whether nothing read a line that gave `records` records: not blank, and no format
+/// recognised it (a recognised line may say nothing to count, as a cache block's head).
+pub fn read_nothing(info: &LineInfo, records: usize) -> bool {
+    !info.blank && records == 0 && info.format.is_none()
+}
+
 impl SourceStats {
     /// Counts line `line_no`, which gave `records` records; true when nothing read it.
     pub fn count(&mut self, line_no: u64, info: &LineInfo, records: usize) -> bool {
         self.lines = self.lines.max(line_no);
         self.formats.add(info);
         self.records += records as u64;
-        // A recognised line may say nothing to count (a cache block's head).
-        let unparsed = !info.blank && records == 0 && info.format.is_none();
+        let unparsed = read_nothing(info, records);
         self.unparsed += u64::from(unparsed);
         unparsed
     }

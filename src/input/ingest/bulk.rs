@@ -23,6 +23,7 @@ use super::Feed;
 use crate::input::file::{ReadStats, read_lines};
 use crate::input::metrics;
 use crate::model::Stamp;
+use crate::model::source_stats::read_nothing;
 use crate::model::unparsed::unparsed_shape;
 use crate::monitor::msg::{LineHead, Lines};
 use crate::parse::record::Record;
@@ -305,8 +306,7 @@ fn parse_block(parser: &mut Parser, block: Block) -> Parsed {
         let before = parsed.records.len();
         let info = parser.parse(block.raw(i), &mut parsed.records);
         let count = parsed.records.len() - before;
-        // What the feed counts as read by nothing (`SourceStats::count`).
-        if !info.blank && count == 0 && info.format.is_none() {
+        if read_nothing(&info, count) {
             parsed.shapes.push((i, unparsed_shape(block.raw(i))));
         }
         parsed.infos.push(info);
