@@ -672,7 +672,9 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
                     .bytes()
                     .position(|b| b.is_ascii_digit())
                     .unwrap_or(0);
-            for op in Op::all(val) {
+            // The trace's number through each conversion first; the few that give the figure
+            // are then checked reading the line as the program will.
+            for op in Op::all(val).filter(|op| op.apply(val).is_some_and(|x| x.same(v))) {
                 add(Origin::Read {
                     at: r.at,
                     len: r.len,
