@@ -50,6 +50,9 @@ pub struct Parser {
     ctx: Context,
     shapes: shape::Shapes,
     reads: shape::Scratch,
+    /// The memo's key of the trusted shape the last line was read from; None when it was
+    /// parsed in full.
+    served: Option<u64>,
 }
 
 /// What some formats need to remember from earlier lines. It is small and `Copy` on purpose:
@@ -207,6 +210,13 @@ impl Parser {
         info
     }
 
+    /// The shape the last line was read from, when the memo read it: lines with the same
+    /// key are the same bytes but for their numbers' digits (a 64-bit hash of both, as the
+    /// memo trusts), in the same context.
+    pub fn served_shape(&self) -> Option<u64> {
+        self.served
+    }
+
     /// Lines read from the shape memo rather than parsed in full.
     #[cfg(test)]
     pub fn memo_hits(&self) -> u64 {
@@ -230,6 +240,7 @@ impl Parser {
         out: &mut Vec<Record>,
     ) -> LineInfo {
         let before = self.ctx;
+        self.served = None;
         let key = match shapes.lookup(raw, &before) {
             shape::Lookup::Trusted(program, key) => {
                 let mut buf = std::mem::take(&mut self.buf);
@@ -239,6 +250,7 @@ impl Parser {
                 self.buf = buf;
                 if let Some((info, ctx)) = done {
                     self.ctx = ctx;
+                    self.served = Some(key);
                     shapes.count_served();
                     return info;
                 }
