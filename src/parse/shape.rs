@@ -25,8 +25,10 @@ const CONFIRMATIONS: u8 = 3;
 /// Lines of a shape the explanation could not be checked on (a number that did not read)
 /// before the shape is given up.
 const MAX_SKIPPED: u8 = 32;
-/// Shapes one parser remembers; lines of further shapes are parsed in full. A log has a few
-/// hundred; each costs a KiB or two (its records, explanations and guards).
+/// Shapes one parser remembers. A log has a few hundred; each costs a KiB or two (its records,
+/// explanations and guards). When the memo is full, the shapes still being learned (seen
+/// fewer than four times) are forgotten to make room; when it holds only settled ones
+/// (trusted or refused), lines of further shapes are parsed in full.
 const MAX_SHAPES: usize = 1024;
 
 /// The memo of one parser.
@@ -35,6 +37,8 @@ pub(crate) struct Shapes {
     map: HashMap<u64, Shape, BuildHasherDefault<Premixed>>,
     /// Lines read from a trusted shape, for the benchmark and the tests.
     served: u64,
+    /// The memo was full of settled shapes: none will leave, so it is not swept again.
+    settled: bool,
 }
 
 /// What the context holds apart from numbers: lines of one shape are the same line only in
@@ -592,6 +596,13 @@ impl Shapes {
         let skeleton = skeleton(raw);
         let ctx_key = CtxKey::of(ctx);
         let key = mix(skeleton, ctx_key.hash());
+        if self.map.len() >= MAX_SHAPES && !self.settled && !self.map.contains_key(&key) {
+            // A long run whose columns change width makes a new shape now and then; most
+            // are seen a few times and never again.
+            self.map
+                .retain(|_, s| matches!(s.state, State::Trusted(_) | State::Refused));
+            self.settled = self.map.len() >= MAX_SHAPES;
+        }
         let room = self.map.len() < MAX_SHAPES;
         match self.map.entry(key) {
             Entry::Occupied(e) => {
@@ -1199,6 +1210,22 @@ mod tests {
             "the memo served {served} of {} lines",
             lines.len()
         );
+    }
+
+    #[test]
+    fn shapes_seen_a_few_times_make_room_for_new_ones() {
+        // More one-off shapes than the memo holds (a long run whose right-aligned columns
+        // make a new shape whenever a number's digit count changes), then a step line.
+        let word = |i: usize| {
+            (0..3)
+                .map(|k| char::from(b'a' + (i / 26usize.pow(k) % 26) as u8))
+                .collect::<String>()
+        };
+        let mut lines: Vec<Vec<u8>> = (0..MAX_SHAPES + 100)
+            .map(|i| format!("note {} 12", word(i)).into_bytes())
+            .collect();
+        lines.extend((0..20).map(|i| format!("step {i} | loss={i}.5").into_bytes()));
+        assert!(compare(&lines) >= 10, "the step lines were not served");
     }
 
     #[test]
