@@ -703,7 +703,7 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
         }
         add(Origin::KerasEpoch);
         if !add(Origin::BlockStep) {
-            // A figure no one read explains may add up a run of reads.
+            // A figure no single read explains may be the sum of a run of reads.
             let reads: Vec<&Read> = line
                 .reads
                 .iter()
