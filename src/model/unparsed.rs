@@ -4,6 +4,7 @@
 //! from.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Shapes counted per file; lines of later new shapes are only counted together.
 const SHAPES_KEPT: usize = 256;
@@ -118,11 +119,11 @@ pub fn example(text: &str) -> String {
 }
 
 /// The line's shape (`with_shape` of its cleaned text), as the feed counts an unparsed line
-/// under.
-pub fn unparsed_shape(raw: &[u8]) -> Box<str> {
+/// under: shared, as the lines of one shape pass it on.
+pub fn unparsed_shape(raw: &[u8]) -> Arc<str> {
     let mut buf = String::new();
     with_shape(crate::parse::clean::clean(raw, &mut buf), |key| {
-        Box::from(key)
+        Arc::from(key)
     })
 }
 

@@ -300,20 +300,21 @@ struct Parsed {
 struct ShapeNames(HashMap<u64, Arc<str>, IntHash>);
 
 impl ShapeNames {
-    /// A log has a few hundred shapes (the memo keeps at most 1024).
+    /// The memo trusts at most 1024 shapes in a file and never forgets a trusted one, so this
+    /// bound is not reached; it keeps the map bounded without relying on that.
     const MAX: usize = 4096;
 
     /// The unparsed shape of `raw`, which `parser` has just parsed.
     fn of(&mut self, parser: &Parser, raw: &[u8]) -> Arc<str> {
         let Some(key) = parser.served_shape() else {
-            return unparsed_shape(raw).into();
+            return unparsed_shape(raw);
         };
         if self.0.len() >= Self::MAX && !self.0.contains_key(&key) {
             self.0.clear();
         }
         self.0
             .entry(key)
-            .or_insert_with(|| unparsed_shape(raw).into())
+            .or_insert_with(|| unparsed_shape(raw))
             .clone()
     }
 }

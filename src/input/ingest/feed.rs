@@ -227,15 +227,12 @@ impl Feed {
             return stamp;
         }
         if self.stats.count(line_no, info, records.len()) {
+            let mut buf = String::new();
             match shape {
-                Some(key) => self.unparsed_shapes.add_shaped(line_no, key, || {
-                    let mut buf = String::new();
-                    example(clean(raw, &mut buf))
-                }),
-                None => {
-                    let mut buf = String::new();
-                    self.unparsed_shapes.add(line_no, clean(raw, &mut buf));
-                }
+                Some(key) => self
+                    .unparsed_shapes
+                    .add_shaped(line_no, key, || example(clean(raw, &mut buf))),
+                None => self.unparsed_shapes.add(line_no, clean(raw, &mut buf)),
             }
         }
         for rec in records {
