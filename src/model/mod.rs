@@ -111,6 +111,8 @@ const RECENT_EVENTS: usize = 64;
 pub struct Model {
     pub cfg: ModelConfig,
     pub ranks: BTreeMap<u32, RankState>,
+    /// Earlier runs' rank states, cleared, for this run's ranks.
+    spare_ranks: run::SpareRanks,
     /// Every rank's steps together.
     pub merged: RankState,
     pub stages: Stages,
@@ -329,6 +331,7 @@ impl Model {
         Model {
             cfg,
             ranks: BTreeMap::new(),
+            spare_ranks: run::SpareRanks::default(),
             merged: RankState::new(cfg.window_steps),
             stages: Stages::new(cfg.window_steps),
             cache: CacheState::default(),
@@ -401,6 +404,15 @@ impl Model {
         fresh.last_time = self.last_time;
         fresh.step_clock_s = self.step_clock_s;
         fresh.counters = std::mem::take(&mut self.counters);
+        // The ended run's windows, cleared, for this one's: their room is already grown.
+        fresh.spare_ranks = std::mem::take(&mut self.spare_ranks);
+        for (_, state) in std::mem::take(&mut self.ranks) {
+            fresh.spare_ranks.give(state);
+        }
+        std::mem::swap(&mut fresh.merged, &mut self.merged);
+        fresh.merged.clear();
+        std::mem::swap(&mut fresh.timeline, &mut self.timeline);
+        fresh.timeline.clear();
         if fresh.runs.len() < RUNS_KEPT {
             fresh.runs.push(ended);
         } else {
@@ -587,7 +599,7 @@ impl Model {
         let window = self.cfg.window_steps;
         self.ranks
             .entry(rank)
-            .or_insert_with(|| RankState::for_rank(window))
+            .or_insert_with(|| self.spare_ranks.take(window))
     }
 
     /// Folds one hardware sample into the model; a GPU lost or back is an event.
@@ -621,7 +633,7 @@ impl Model {
         let rank = self
             .ranks
             .entry(stamp.rank)
-            .or_insert_with(|| RankState::for_rank(window));
+            .or_insert_with(|| self.spare_ranks.take(window));
         let mut d = rank.derive(s, stamp.time, stamp.real_time, &sizes);
         self.basis.note(s, &d);
         if d.total.is_none() && d.step.is_some() {

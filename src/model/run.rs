@@ -36,6 +36,18 @@ impl Metric {
         }
     }
 
+    /// Forgets every value, keeping the room they took and what is kept (`new` or `lean`).
+    fn clear(&mut self) {
+        let Metric {
+            run,
+            recent,
+            series,
+        } = self;
+        run.clear();
+        recent.clear();
+        series.clear();
+    }
+
     pub fn push(&mut self, t: f64, v: f64) {
         self.run.push(v);
         self.recent.push(t, v);
@@ -79,6 +91,38 @@ impl LossTrack {
 /// The last values a rank keeps of its step time: what straggler detection and the per-rank
 /// figures read. Thousands of ranks each keep one.
 const RANK_WINDOW: usize = 64;
+
+/// Ranks' states of runs that ended, cleared, for the next runs' ranks: a log whose step
+/// count starts over every few lines starts a run each time, and growing a rank's windows
+/// afresh for each, then freeing them, was a tenth of the monitor's thread on the bench log.
+/// No part of what the model knows: its `Debug` says only how many are kept.
+#[derive(Clone, Default)]
+pub struct SpareRanks(Vec<RankState>);
+
+impl SpareRanks {
+    /// States kept: a run of thousands of ranks does not keep them all for the next.
+    const KEPT: usize = 64;
+
+    /// A rank's state as `RankState::for_rank(window)` makes it, cleared from a spare one
+    /// where there is one.
+    pub fn take(&mut self, window: usize) -> RankState {
+        self.0.pop().unwrap_or_else(|| RankState::for_rank(window))
+    }
+
+    /// Keeps a rank's state of a run that ended (made by `take` with the same window).
+    pub fn give(&mut self, mut state: RankState) {
+        if self.0.len() < Self::KEPT {
+            state.clear();
+            self.0.push(state);
+        }
+    }
+}
+
+impl std::fmt::Debug for SpareRanks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SpareRanks({})", self.0.len())
+    }
+}
 
 /// One rank's state; the merged view of all ranks is one of these too. A rank (`for_rank`)
 /// keeps a few KiB whatever the run's length: its step time's whole-run quantiles and last
@@ -141,6 +185,79 @@ impl RankState {
         Self::with(Metric::lean(window.min(RANK_WINDOW), true), || {
             Metric::lean(1, false)
         })
+    }
+
+    /// Forgets the run, keeping the room its figures took: the state `new` or `for_rank`
+    /// made, for the next run. Every field is named, so that a new one cannot be missed.
+    pub fn clear(&mut self) {
+        let RankState {
+            records,
+            first_step,
+            last_step,
+            total,
+            epoch,
+            step_time_ms,
+            step_median_ms,
+            data_time_ms,
+            paired_data_ms,
+            paired_step_ms,
+            samples_per_s,
+            iters_per_s,
+            tokens_per_s,
+            tokens_per_gpu_s,
+            loss,
+            loss_track,
+            lr,
+            grad_norm,
+            loss_scale,
+            mfu_pct,
+            memory_mb,
+            logged_eta_s,
+            batch_size,
+            last_stamp,
+            last_elapsed,
+            last_avg,
+            logged_avg_step_ms,
+            last_step_ms,
+            last_time,
+        } = self;
+        *records = 0;
+        for step in [first_step, last_step, total] {
+            *step = None;
+        }
+        for figure in [
+            step_time_ms,
+            data_time_ms,
+            paired_data_ms,
+            paired_step_ms,
+            samples_per_s,
+            iters_per_s,
+            tokens_per_s,
+            tokens_per_gpu_s,
+            loss,
+        ] {
+            figure.clear();
+        }
+        *loss_track = LossTrack::default();
+        for value in [
+            epoch,
+            step_median_ms,
+            lr,
+            grad_norm,
+            loss_scale,
+            mfu_pct,
+            memory_mb,
+            logged_eta_s,
+            batch_size,
+            logged_avg_step_ms,
+            last_step_ms,
+            last_time,
+        ] {
+            *value = None;
+        }
+        *last_stamp = None;
+        *last_elapsed = None;
+        *last_avg = None;
     }
 
     fn with(step_time_ms: Metric, other: impl Fn() -> Metric) -> Self {
@@ -407,6 +524,61 @@ mod tests {
             step: Some(step),
             ..StepRecord::default()
         }
+    }
+
+    /// Steps `from..to` with every figure, through derive and push as the model does.
+    fn feed(r: &mut RankState, from: u64, to: u64) {
+        for i in from..to {
+            let x = (i % 13) as f64;
+            let s = StepRecord {
+                total: Some(10_000),
+                epoch: Some(i as f64 / 300.0),
+                elapsed_s: (i % 5 == 0).then_some(i as f64 * 0.1),
+                avg_step_ms: (i % 7 == 0).then_some(95.0 + x),
+                step_time_ms: (i % 11 != 0).then_some(90.0 + x * x),
+                data_time_ms: Some(3.0 + x),
+                samples_per_s: Some(640.0 - x),
+                tokens_per_s: Some(1e5 + x),
+                tokens_per_gpu_s: Some(1e4 + x),
+                loss: Some(3.0 / (1.0 + i as f64)),
+                lr: Some(1e-4),
+                grad_norm: Some(x),
+                loss_scale: Some(65536.0),
+                mfu_pct: Some(40.0 + x),
+                memory_mb: Some(2e4 + x),
+                eta_s: Some(1e4 - i as f64),
+                ..rec(i + 1)
+            };
+            let t = i as f64 * 0.1;
+            let d = r.derive(&s, t, i % 3 != 0, &batch(64.0));
+            r.push(&d, t);
+            r.push_data(t, 100.0 + x, 2.0 + x);
+        }
+    }
+
+    #[test]
+    fn a_cleared_state_is_a_new_one_and_goes_on_as_one() {
+        let kinds: [fn() -> RankState; 2] = [|| RankState::new(10), || RankState::for_rank(100)];
+        for make in kinds {
+            // Past the histograms' first values, the windows' caps and the charts' merging.
+            let mut used = make();
+            feed(&mut used, 0, 3000);
+            assert!(used.step_time_ms.run.quantile(0.5).is_some());
+            used.clear();
+            let mut fresh = make();
+            assert_eq!(format!("{used:?}"), format!("{fresh:?}"));
+            feed(&mut used, 0, 40);
+            feed(&mut fresh, 0, 40);
+            assert_eq!(format!("{used:?}"), format!("{fresh:?}"));
+        }
+        let mut spare = SpareRanks::default();
+        let mut used = spare.take(100);
+        feed(&mut used, 0, 500);
+        spare.give(used);
+        assert_eq!(
+            format!("{:?}", spare.take(100)),
+            format!("{:?}", RankState::for_rank(100))
+        );
     }
 
     #[test]

@@ -77,6 +77,21 @@ pub struct Timeline {
 pub const GAP_S: f64 = 30.0;
 
 impl Timeline {
+    /// The timeline `default` makes, keeping the room its marks took, for the next run.
+    pub fn clear(&mut self) {
+        let (mut marks, mut peaks) = (
+            std::mem::take(&mut self.marks),
+            std::mem::take(&mut self.peaks),
+        );
+        marks.clear();
+        peaks.clear();
+        *self = Timeline {
+            marks,
+            peaks,
+            ..Timeline::default()
+        };
+    }
+
     /// An eval, checkpoint or epoch end was logged.
     pub fn boundary(&mut self, kind: EventKind) {
         self.pending.get_or_insert(kind);
@@ -206,6 +221,27 @@ mod tests {
                 .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
             assert_eq!(t.longest_ms(), max, "step {i}");
         }
+    }
+
+    #[test]
+    fn a_cleared_timeline_is_a_new_one() {
+        let mut t = Timeline::default();
+        for i in 0..(2 * MARKS_KEPT as u64) {
+            if i % 50 == 0 {
+                t.boundary(EventKind::Eval);
+            }
+            let ms = 100.0 + (i % 17) as f64;
+            t.step(
+                Some(i),
+                (i as f64, true),
+                Some(ms),
+                || Some(100.0),
+                Some(i as f64),
+            );
+        }
+        assert!(t.pauses.seconds.count() > 0 && t.spread.is_some());
+        t.clear();
+        assert_eq!(format!("{t:?}"), format!("{:?}", Timeline::default()));
     }
 
     #[test]

@@ -47,6 +47,13 @@ impl Rolling {
         }
     }
 
+    /// Forgets every value and keeps the room they took: the window `new(cap)` makes, for
+    /// the next run's figure.
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.memo.set(None);
+    }
+
     pub fn push(&mut self, t: f64, v: f64) {
         if !v.is_finite() {
             return;
@@ -205,6 +212,18 @@ impl RunStats {
             quantiles: false,
             ..RunStats::default()
         }
+    }
+
+    /// Forgets every value and keeps the room they took and whether quantiles are kept: the
+    /// statistics `default` or `without_quantiles` make, for the next run's figure.
+    pub fn clear(&mut self) {
+        let mut buckets = std::mem::take(&mut self.buckets);
+        buckets.clear();
+        *self = RunStats {
+            buckets,
+            quantiles: self.quantiles,
+            ..RunStats::default()
+        };
     }
 
     pub fn push(&mut self, v: f64) {
@@ -391,6 +410,12 @@ impl Series {
             recent_cap: 0,
             old_cap: 2,
         }
+    }
+
+    /// Forgets every point and keeps the room they took: the series `new` or `off` made.
+    pub fn clear(&mut self) {
+        self.old.clear();
+        self.recent.clear();
     }
 
     pub fn push(&mut self, t: f64, v: f64) {
