@@ -389,36 +389,68 @@ impl Model {
     /// The run in progress ended where a new one starts in the same file: its figures are
     /// kept in `runs` (with the `alerts` it raised) and the model starts afresh, keeping what
     /// is not the run's own: the setup the logs stated, the events, the hardware readings,
-    /// the log lines and the clock.
+    /// the log lines, the step counters and the clock. In place, each field named: what was
+    /// the run's own becomes what `new` makes, and its windows keep the room they took (a log
+    /// whose count starts over every few lines starts a run each time; building the whole
+    /// model afresh and moving it in was a tenth of the monitor's thread on the bench log).
     pub fn new_run(&mut self, alerts: u64) {
         let ended = RunSummary::of(&self.merged, self.run_lines.unwrap_or_default(), alerts);
-        let mut fresh = Model::new(self.cfg);
-        fresh.facts = std::mem::take(&mut self.facts);
-        fresh.events = std::mem::take(&mut self.events);
-        fresh.event_counts = std::mem::take(&mut self.event_counts);
-        fresh.hardware = std::mem::take(&mut self.hardware);
-        fresh.log = std::mem::take(&mut self.log);
-        fresh.runs = std::mem::take(&mut self.runs);
-        fresh.runs_dropped = self.runs_dropped;
-        fresh.real_time = self.real_time;
-        fresh.last_time = self.last_time;
-        fresh.step_clock_s = self.step_clock_s;
-        fresh.counters = std::mem::take(&mut self.counters);
-        // The ended run's windows, cleared, for this one's: their room is already grown.
-        fresh.spare_ranks = std::mem::take(&mut self.spare_ranks);
-        for (_, state) in std::mem::take(&mut self.ranks) {
-            fresh.spare_ranks.give(state);
+        let Model {
+            cfg,
+            ranks,
+            spare_ranks,
+            merged,
+            stages,
+            cache,
+            host_mem,
+            events: _,
+            event_counts: _,
+            recent_events,
+            batches,
+            facts: _,
+            summary,
+            log_memory,
+            log_memory_readings,
+            line_steps,
+            marks,
+            line_step_times,
+            line_data_times,
+            real_time: _,
+            step_clock_s: _,
+            last_time: _,
+            hardware: _,
+            stacks,
+            timeline,
+            log: _,
+            counters: _,
+            basis,
+            runs,
+            runs_dropped,
+            run_lines,
+        } = self;
+        for (_, state) in std::mem::take(ranks) {
+            spare_ranks.give(state);
         }
-        std::mem::swap(&mut fresh.merged, &mut self.merged);
-        fresh.merged.clear();
-        std::mem::swap(&mut fresh.timeline, &mut self.timeline);
-        fresh.timeline.clear();
-        if fresh.runs.len() < RUNS_KEPT {
-            fresh.runs.push(ended);
+        merged.clear();
+        *stages = Stages::new(cfg.window_steps);
+        *cache = CacheState::default();
+        *host_mem = None;
+        recent_events.clear();
+        *batches = Batches::default();
+        *summary = SummaryRecord::default();
+        log_memory.clear();
+        *log_memory_readings = 0;
+        (*line_steps, *marks) = (0, 0);
+        (*line_step_times, *line_data_times) = (false, false);
+        *stacks = stacks::Stacks::default();
+        timeline.clear();
+        *basis = Basis::default();
+        *run_lines = None;
+        if runs.len() < RUNS_KEPT {
+            runs.push(ended);
         } else {
-            fresh.runs_dropped += 1;
+            *runs_dropped += 1;
         }
-        *self = fresh;
     }
 
     /// Folds one record into the model.
@@ -714,6 +746,79 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `new_run` did before it worked in place: a fresh model with what is kept moved in.
+    /// The reference the in-place one is held to.
+    fn new_run_afresh(m: &mut Model, alerts: u64) {
+        let ended = RunSummary::of(&m.merged, m.run_lines.unwrap_or_default(), alerts);
+        let mut fresh = Model::new(m.cfg);
+        fresh.facts = std::mem::take(&mut m.facts);
+        fresh.events = std::mem::take(&mut m.events);
+        fresh.event_counts = std::mem::take(&mut m.event_counts);
+        fresh.hardware = std::mem::take(&mut m.hardware);
+        fresh.log = std::mem::take(&mut m.log);
+        fresh.runs = std::mem::take(&mut m.runs);
+        fresh.runs_dropped = m.runs_dropped;
+        fresh.real_time = m.real_time;
+        fresh.last_time = m.last_time;
+        fresh.step_clock_s = m.step_clock_s;
+        fresh.counters = std::mem::take(&mut m.counters);
+        if fresh.runs.len() < RUNS_KEPT {
+            fresh.runs.push(ended);
+        } else {
+            fresh.runs_dropped += 1;
+        }
+        *m = fresh;
+    }
+
+    #[test]
+    fn a_new_run_in_place_is_the_model_made_afresh() {
+        // Steps, timing blocks, cache and memory readings, events; each log read three times
+        // as a file of its own, so that its steps start over.
+        let logs = [
+            include_str!("../../fixtures/logs/cache/train.log"),
+            include_str!("../../fixtures/logs/timing/timing.log"),
+            include_str!("../../fixtures/logs/memory-monitor/train.log"),
+            include_str!("../../fixtures/logs/events/train.log"),
+            include_str!("../../fixtures/logs/mixed/train.log"),
+        ];
+        let mut parser = crate::parse::Parser::default();
+        let mut m = Model::new(ModelConfig::default());
+        let mut runs = 0;
+        let (mut blocks, mut caches) = (0, 0);
+        let lines = (0..3).flat_map(|_| logs.iter().enumerate());
+        let lines = lines.flat_map(|(source, l)| l.lines().map(move |l| (source, l)));
+        for (i, (source, line)) in lines.enumerate() {
+            let mut records = Vec::new();
+            parser.parse(line.as_bytes(), &mut records);
+            let stamp = Stamp {
+                source,
+                line: i as u64 + 1,
+                time: i as f64,
+                ..Stamp::default()
+            };
+            for rec in records {
+                let (rec, new_run) = m.count(&stamp, rec);
+                if new_run {
+                    blocks += m.stages.blocks;
+                    caches += m.cache.readings;
+                    let mut afresh = m.clone();
+                    new_run_afresh(&mut afresh, 2);
+                    m.new_run(2);
+                    assert_eq!(format!("{m:?}"), format!("{afresh:?}"), "line {i}");
+                    runs += 1;
+                }
+                if let Some(rec) = rec {
+                    m.apply(&stamp, rec);
+                }
+            }
+        }
+        // Runs that ended with timing blocks and cache readings among them.
+        assert!(
+            runs >= 4 && blocks > 0 && caches > 0,
+            "{runs} {blocks} {caches}"
+        );
+    }
 
     #[test]
     fn ranks_are_kept_apart_and_merged() {
