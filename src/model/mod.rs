@@ -110,7 +110,8 @@ const RECENT_EVENTS: usize = 64;
 #[derive(Clone, Debug)]
 pub struct Model {
     pub cfg: ModelConfig,
-    pub ranks: BTreeMap<u32, RankState>,
+    /// Boxed: a rank's state is two KiB, and a map's node holds eleven values.
+    pub ranks: BTreeMap<u32, Box<RankState>>,
     /// Earlier runs' rank states, cleared, for this run's ranks.
     spare_ranks: run::SpareRanks,
     /// Every rank's steps together.

@@ -97,7 +97,9 @@ const RANK_WINDOW: usize = 64;
 /// afresh for each, then freeing them, was a tenth of the monitor's thread on the bench log.
 /// No part of what the model knows: its `Debug` shows nothing of them.
 #[derive(Clone, Default)]
-pub struct SpareRanks(Vec<RankState>);
+// Boxed as in the ranks' map: a state goes between the two as a pointer, not two KiB.
+#[allow(clippy::vec_box)]
+pub struct SpareRanks(Vec<Box<RankState>>);
 
 impl SpareRanks {
     /// States kept: a run of thousands of ranks does not keep them all for the next.
@@ -105,12 +107,14 @@ impl SpareRanks {
 
     /// A rank's state as `RankState::for_rank(window)` makes it, cleared from a spare one
     /// where there is one.
-    pub fn take(&mut self, window: usize) -> RankState {
-        self.0.pop().unwrap_or_else(|| RankState::for_rank(window))
+    pub fn take(&mut self, window: usize) -> Box<RankState> {
+        self.0
+            .pop()
+            .unwrap_or_else(|| Box::new(RankState::for_rank(window)))
     }
 
     /// Keeps a rank's state of a run that ended (made by `take` with the same window).
-    pub fn give(&mut self, mut state: RankState) {
+    pub fn give(&mut self, mut state: Box<RankState>) {
         if self.0.len() < Self::KEPT {
             state.clear();
             self.0.push(state);
