@@ -367,7 +367,14 @@ fn bucket_of(v: f64) -> usize {
 fn bucket_mid(i: usize) -> f64 {
     let octave = (i / SUB_BUCKETS) as i32 + MIN_EXP;
     let sub = (i % SUB_BUCKETS) as f64 + 0.5;
-    2f64.powi(octave) * (1.0 + sub / SUB_BUCKETS as f64)
+    octave_base(octave) * (1.0 + sub / SUB_BUCKETS as f64)
+}
+
+/// 2^`octave`, exactly, made from its exponent bits (`powi` is a library call, and a quantile
+/// is asked for at every step); the octaves are well within a normal float's.
+fn octave_base(octave: i32) -> f64 {
+    const { assert!(MIN_EXP > -1022 && MIN_EXP + (OCTAVES as i32) < 1023) };
+    f64::from_bits(((octave + 1023) as u64) << 52)
 }
 
 /// One point of a chart: the time span it covers and the min, max and mean of its values.
@@ -494,6 +501,13 @@ mod tests {
         r.push(50.0, 8.0);
         assert_eq!(r.mean_last(3), Some(5.0));
         assert_eq!(r.mean_last(2), Some(6.0));
+    }
+
+    #[test]
+    fn an_octaves_base_is_its_power_of_two() {
+        for octave in MIN_EXP..MIN_EXP + OCTAVES as i32 {
+            assert_eq!(octave_base(octave), 2f64.powi(octave), "{octave}");
+        }
     }
 
     #[test]
