@@ -13,7 +13,9 @@ use crate::sink::{compare, report};
 
 /// Reads each run and prints what differs between them, and why.
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
-    let cfg = load_config(args.config.as_deref())?;
+    let mut cfg = load_config(args.config.as_deref())?;
+    // Only the page draws the runs' curves.
+    cfg.model.charts = matches!(args.format, CompareFormat::Html);
     if args.labels.len() > args.runs.len() {
         return Err(Error::Usage(format!(
             "{} --label given for {} runs: one per run at most, in order",

@@ -7,5 +7,7 @@ pub mod contain;
 pub mod dates;
 pub mod display;
 pub mod error;
+#[cfg(test)]
+pub mod fixture_inputs;
 pub mod int_hash;
 pub mod units;

@@ -66,16 +66,23 @@ pub(crate) fn keep_latest<T>(slot: &mut Option<T>, v: Option<T>) {
     }
 }
 
-/// Sizes of the model's windows.
+/// Sizes of the model's windows, and whether it keeps what only a chart reads.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelConfig {
     /// Steps in the recent window (p50/p95/mean, data share, ETA).
     pub window_steps: usize,
+    /// Whether the run's figures keep their chart series: the live view and the HTML pages
+    /// draw them; a report or comparison in text, markdown or JSON reads none (on a long run
+    /// they were a tenth of the monitor thread's time).
+    pub charts: bool,
 }
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        ModelConfig { window_steps: 100 }
+        ModelConfig {
+            window_steps: 100,
+            charts: true,
+        }
     }
 }
 
@@ -333,7 +340,7 @@ impl Model {
             cfg,
             ranks: BTreeMap::new(),
             spare_ranks: run::SpareRanks::default(),
-            merged: RankState::new(cfg.window_steps),
+            merged: RankState::new(cfg.window_steps, cfg.charts),
             stages: Stages::new(cfg.window_steps),
             cache: CacheState::default(),
             host_mem: None,

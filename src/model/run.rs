@@ -14,11 +14,17 @@ pub struct Metric {
 }
 
 impl Metric {
-    pub fn new(window: usize) -> Self {
+    /// A figure of the merged view: whole-run statistics, the last `window` values, and a
+    /// chart history when `chart`.
+    pub fn new(window: usize, chart: bool) -> Self {
         Metric {
             run: RunStats::default(),
             recent: Rolling::new(window),
-            series: Series::new(512, 512),
+            series: if chart {
+                Series::new(512, 512)
+            } else {
+                Series::off()
+            },
         }
     }
 
@@ -174,13 +180,16 @@ pub struct RankState {
 }
 
 impl RankState {
-    /// The merged view of all ranks.
-    pub fn new(window: usize) -> Self {
+    /// The merged view of all ranks, with chart histories when `charts`.
+    pub fn new(window: usize, charts: bool) -> Self {
         RankState {
             // Read only as sums (the data share): no quantiles, no chart.
             paired_data_ms: Metric::lean(window, false),
             paired_step_ms: Metric::lean(window, false),
-            ..Self::with(Metric::new(window), || Metric::new(window))
+            // Shown as figures, drawn in no chart.
+            tokens_per_s: Metric::new(window, false),
+            tokens_per_gpu_s: Metric::new(window, false),
+            ..Self::with(Metric::new(window, charts), || Metric::new(window, charts))
         }
     }
 
@@ -562,7 +571,8 @@ mod tests {
 
     #[test]
     fn a_cleared_state_is_a_new_one_and_goes_on_as_one() {
-        let kinds: [fn() -> RankState; 2] = [|| RankState::new(10), || RankState::for_rank(100)];
+        let kinds: [fn() -> RankState; 2] =
+            [|| RankState::new(10, true), || RankState::for_rank(100)];
         for make in kinds {
             // Past the histograms' first values, the windows' caps and the charts' merging.
             let mut used = make();
@@ -587,7 +597,7 @@ mod tests {
 
     #[test]
     fn step_time_from_timestamps_then_rates() {
-        let mut r = RankState::new(10);
+        let mut r = RankState::new(10, true);
         let d = r.derive(&rec(10), 100.0, true, &batch(3.0));
         assert_eq!(d.step_time_ms, None);
         r.push(&d, 100.0);
@@ -608,7 +618,7 @@ mod tests {
 
     #[test]
     fn synthetic_times_never_make_step_times() {
-        let mut r = RankState::new(10);
+        let mut r = RankState::new(10, true);
         r.derive(&rec(1), 1.0, false, &Sizes::default());
         assert_eq!(
             r.derive(&rec(2), 9.0, false, &Sizes::default())
@@ -642,7 +652,7 @@ mod tests {
         assert_eq!(r.data_time_ms.run.quantile(0.5), None);
         assert!(r.data_share().is_some());
         // The merged view keeps everything.
-        let mut all = RankState::new(100);
+        let mut all = RankState::new(100, true);
         let d = all.derive(&rec(1), 0.0, true, &Sizes::default());
         all.push(
             &StepRecord {
@@ -656,7 +666,7 @@ mod tests {
 
     #[test]
     fn data_share_is_a_ratio_of_sums() {
-        let mut r = RankState::new(10);
+        let mut r = RankState::new(10, true);
         for (data, step) in [(10.0, 100.0), (30.0, 100.0)] {
             let d = StepRecord {
                 data_time_ms: Some(data),

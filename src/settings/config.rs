@@ -171,6 +171,7 @@ impl Config {
         Config {
             model: ModelConfig {
                 window_steps: ModelSection::default().window_steps,
+                ..ModelConfig::default()
             },
             poll_ms: FollowSection::default().poll_ms,
             patterns: Arc::default(),
@@ -271,6 +272,7 @@ impl Config {
         Ok(Config {
             model: ModelConfig {
                 window_steps: file.model.window_steps,
+                ..ModelConfig::default()
             },
             poll_ms: file.follow.poll_ms,
             patterns: Arc::new(patterns),

@@ -711,3 +711,35 @@ fn rank_out(rank: u32, r: &RankState) -> RankOut {
         data_share: r.data_share(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::config::Config;
+
+    #[test]
+    fn a_report_in_words_reads_no_chart() {
+        // Text, markdown and JSON reports are made without the figures' chart histories:
+        // nothing they say may depend on them.
+        let with = Config::default_checked();
+        let mut without = Config::default_checked();
+        without.model.charts = false;
+        let said = |a: &Analysis| {
+            let r = Report::build(a);
+            let json = serde_json::to_string_pretty(&r).expect("json");
+            (json, render_text(&r), render_markdown(&r))
+        };
+        let mut drawn = 0;
+        for paths in crate::common::fixture_inputs::all() {
+            let a = analyze(&paths, &with).expect("analyze");
+            let b = analyze(&paths, &without).expect("analyze");
+            drawn += a.model.merged.step_time_ms.series.len();
+            assert!(b.model.merged.step_time_ms.series.is_empty(), "{paths:?}");
+            assert!(
+                said(&a) == said(&b),
+                "{paths:?}: the report differs without charts"
+            );
+        }
+        assert!(drawn > 1000, "{drawn} chart points in all");
+    }
+}
