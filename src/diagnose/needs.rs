@@ -86,7 +86,6 @@ impl Needs {
 
 #[cfg(test)]
 mod tests {
-
     use proptest::prelude::*;
 
     use super::Needs;
