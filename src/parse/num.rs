@@ -76,6 +76,14 @@ pub fn integer(s: &str) -> Option<u64> {
     }
     let value = if commas {
         digits.replace(',', "").parse().ok()
+    } else if digits.len() <= 19 {
+        // Nineteen digits cannot overflow: added up here, as `parse` would, without its
+        // checks per digit.
+        Some(
+            digits
+                .bytes()
+                .fold(0u64, |n, b| n * 10 + u64::from(b - b'0')),
+        )
     } else {
         digits.parse().ok()
     };
@@ -343,6 +351,14 @@ mod tests {
         assert_eq!(integer("1,703,936"), Some(1_703_936));
         assert_eq!(integer("  42]"), Some(42));
         assert_eq!(integer("x"), None);
+        // Up to the longest that cannot overflow, and past it, as `parse` reads them.
+        assert_eq!(
+            integer("9999999999999999999"),
+            Some(9_999_999_999_999_999_999)
+        );
+        assert_eq!(integer("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(integer("18446744073709551616"), None);
+        assert_eq!(integer("00000000000000000000042"), Some(42));
     }
 
     /// The fast path as it was, a byte at a time with a test per byte: the reference the
