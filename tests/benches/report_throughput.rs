@@ -47,7 +47,10 @@ fn main() {
         bytes as f64 / 1048576.0,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let cfg = Config::default_checked();
+    // As `report --format json` runs: no chart series (the live view's history keeps them).
+    let mut cfg = Config::default_checked();
+    cfg.model.charts = false;
+    let live_cfg = Config::default_checked();
     let bin = env!("CARGO_BIN_EXE_steptop");
     let path_s = path.to_str().expect("utf-8 temp path");
 
@@ -186,7 +189,7 @@ fn main() {
         compare,
         2.0 * mb,
     );
-    let history = median_of(3, || history_read(&path, &cfg));
+    let history = median_of(3, || history_read(&path, &live_cfg));
     versus("live view's history (follow until caught up)", history, mb);
 
     // One long run, as most real logs are: every line a step, in the seeds' format (which the
