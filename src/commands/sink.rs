@@ -13,6 +13,7 @@ use crate::diagnose;
 use crate::input::metrics::Kind;
 use crate::input::replay;
 use crate::input::{FollowOptions, InputSpec, follow, follow_metrics};
+use crate::model::ModelConfig;
 use crate::model::job::{JobIdentity, NodeIdentity};
 use crate::monitor;
 use crate::monitor::msg::{self, Msg};
@@ -150,7 +151,12 @@ pub(super) fn sink(
         }
         None => None,
     };
-    let mut mon = monitor::Monitor::new(config.model, config.diagnose.clone());
+    // Headless lines and the metrics draw no chart: no chart series is kept for them.
+    let model = ModelConfig {
+        charts: !out.headless,
+        ..config.model
+    };
+    let mut mon = monitor::Monitor::new(model, config.diagnose.clone());
     if let Some(run) = &out.baseline {
         let label = run_label(run);
         mon.baseline = Some(compare::baseline::read(label, &run_paths(run)?, &config)?);
