@@ -409,6 +409,11 @@ mod tests {
     }
 
     proptest::proptest! {
+        // A failing case is printed, not saved beside the sources.
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
         #[test]
         fn the_fast_path_reads_what_it_read_a_byte_at_a_time(t in "[-+]?[0-9]{0,20}([.][0-9]{0,20})?([eE][-+]?[0-9]{0,12})?|[-+.eE0-9a ,]{0,24}") {
             let (got, want) = (fast_decimal(t.as_bytes()), fast_decimal_before(t.as_bytes()));
