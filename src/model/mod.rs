@@ -400,7 +400,7 @@ impl Model {
     /// the log lines, the step counters and the clock. In place, each field named: what was
     /// the run's own becomes what `new` makes, and its windows keep the room they took (a log
     /// whose count starts over every few lines starts a run each time; building the whole
-    /// model afresh and moving it in was a tenth of the monitor's thread on the bench log).
+    /// model afresh and moving it in was 9% of the monitor's thread on the bench log).
     pub fn new_run(&mut self, alerts: u64) {
         let ended = RunSummary::of(&self.merged, self.run_lines.unwrap_or_default(), alerts);
         let Model {
