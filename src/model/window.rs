@@ -226,6 +226,9 @@ impl RunStats {
         };
     }
 
+    // Inline, the rest not: most statistics keep no quantiles (a rank's figures but its step
+    // time), and the call of the whole had cost them more than their sums.
+    #[inline]
     pub fn push(&mut self, v: f64) {
         if !v.is_finite() {
             return;
@@ -234,9 +237,14 @@ impl RunStats {
         self.sum += v;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        if !self.quantiles {
-            return;
+        if self.quantiles {
+            self.count_in(v);
         }
+    }
+
+    /// `v` into the held values or the histogram.
+    #[inline(never)]
+    fn count_in(&mut self, v: f64) {
         if self.exact {
             if self.buckets.len() < EXACT {
                 if self.buckets.is_empty() {
@@ -425,10 +433,18 @@ impl Series {
         self.recent.clear();
     }
 
+    // Inline, the rest not: a series that keeps nothing (a figure no chart draws) returns at
+    // once, and the call of the whole had cost it more than that.
+    #[inline]
     pub fn push(&mut self, t: f64, v: f64) {
-        if !v.is_finite() || self.recent_cap == 0 {
-            return;
+        if v.is_finite() && self.recent_cap > 0 {
+            self.keep(t, v);
         }
+    }
+
+    /// A finite value into the series that keeps points.
+    #[inline(never)]
+    fn keep(&mut self, t: f64, v: f64) {
         self.recent.push_back(Point {
             t0: t,
             t1: t,
