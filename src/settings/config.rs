@@ -144,7 +144,7 @@ pub struct PatternSection {
 }
 
 /// The checked configuration the program runs with.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Config {
     pub model: ModelConfig,
     pub poll_ms: u64,

@@ -9,9 +9,12 @@ pub use crate::model::baseline::Baseline;
 use crate::settings::config::Config;
 use crate::sink::report::{self, Report};
 
-/// Reads the run at `paths` as `report` reads it.
+/// Reads the run at `paths` as `report` reads it, without the chart series only its HTML page
+/// draws: the baseline is the report's figures.
 pub fn read(label: String, paths: &[PathBuf], cfg: &Config) -> Result<Baseline, Error> {
-    let a = report::analyze(paths, cfg)?;
+    let mut cfg = cfg.clone();
+    cfg.model.charts = false;
+    let a = report::analyze(paths, &cfg)?;
     Ok(of(label, &Report::build(&a)))
 }
 
