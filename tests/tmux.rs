@@ -75,7 +75,9 @@ fn the_live_view_starts_follows_reacts_and_restores_the_terminal() {
 
     t.keys(&["a"]);
     t.wait("the alert details", |s| s.contains("What to do"));
+    // Escape and the next key sent at once would read as Alt and that key: wait in between.
     t.keys(&["Escape"]);
+    t.wait("the alert details closed", |s| !s.contains("What to do"));
 
     // Focus the log (the last pane, after the python pane), zoom it: it takes the screen
     // under the header.
@@ -87,6 +89,7 @@ fn the_live_view_starts_follows_reacts_and_restores_the_terminal() {
         s.contains(" log ") && !s.contains(" GPUs ") && s.contains("step 45/100 | loss")
     });
     t.keys(&["Escape"]);
+    t.wait("the log unzoomed", |s| s.contains(" GPUs "));
 
     t.cmd(&["resize-window", "-t", "t", "-x", "80", "-y", "24"])
         .expect("resize");
