@@ -61,7 +61,7 @@ pub fn number(s: &str) -> Option<f64> {
 
 /// An unsigned integer, `1,703,936` and padding allowed.
 pub fn integer(s: &str) -> Option<u64> {
-    let s = s.trim();
+    let s = trimmed(s);
     let mut commas = false;
     let end = s
         .bytes()
@@ -90,6 +90,17 @@ pub fn integer(s: &str) -> Option<u64> {
     // Noted even when it fails: whether it overflows depends on the digits.
     trace::note(digits, Kind::Integer, value.map(Val::U));
     value
+}
+
+/// `s.trim()`, which decodes characters from both ends until one is not white space: a number's
+/// text (`1,024`, `42`) mostly has none, seen here from its two end bytes.
+fn trimmed(s: &str) -> &str {
+    let printable = |b: Option<&u8>| b.is_some_and(|&b| b > b' ' && b < 0x80);
+    if printable(s.as_bytes().first()) && printable(s.as_bytes().last()) {
+        s
+    } else {
+        s.trim()
+    }
 }
 
 /// Where the leading number of `s` ends: sign, digits, `1,234` groups, fraction, exponent.
@@ -274,6 +285,60 @@ pub fn to_mib(value: f64, unit: Unit, default: Unit) -> Option<f64> {
 /// A duration in seconds: `4:27:58`, `01:23`, `218:49:50`, `1 day, 12:59:34`, `37 days, 5:46:17`,
 /// `1:42:12.36`, `23.4s`, `10s`. `N/A`, `?` and anything else give `None`.
 pub fn duration_s(text: &str) -> Option<f64> {
+    let value = match clock_s(text.as_bytes()) {
+        Clock::Secs(secs) => secs,
+        Clock::Refused => return None,
+        Clock::Other => spelled_duration_s(text)?,
+    };
+    trace::note(text, Kind::Duration, Some(Val::F(value)));
+    Some(value)
+}
+
+/// What `clock_s` made of a duration.
+enum Clock {
+    Secs(f64),
+    /// A clock that does not read (an empty part: `1::2`, `:5`).
+    Refused,
+    /// Not a bare clock: `spelled_duration_s` reads it.
+    Other,
+}
+
+/// A bare clock (`01:23`, `4:27:58`, `1:42:12.36`: digits, dots and at least one colon,
+/// nothing else), the duration progress bars print on every line, read without the
+/// searches for days and units: it reads as `spelled_duration_s` reads it, with parts of
+/// up to 15 digits added up directly (exact, as `parse` is below 2^53).
+fn clock_s(b: &[u8]) -> Clock {
+    let clock = !b.is_empty()
+        && b.iter()
+            .all(|&c| c.is_ascii_digit() || c == b':' || c == b'.')
+        && b.contains(&b':');
+    if !clock {
+        return Clock::Other;
+    }
+    let mut total = 0.0;
+    for part in b.split(|&c| c == b':') {
+        let v = if part.is_empty() {
+            return Clock::Refused;
+        } else if part.len() <= 15 && !part.contains(&b'.') {
+            part.iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0')) as f64
+        } else {
+            // Only digits, dots and colons are here: a part is valid UTF-8.
+            match std::str::from_utf8(part)
+                .ok()
+                .and_then(|p| p.parse::<f64>().ok())
+            {
+                Some(v) => v,
+                None => return Clock::Refused,
+            }
+        };
+        total = total * 60.0 + v;
+    }
+    // As the spelled form adds its days (none here): `0.0 + secs`.
+    Clock::Secs(0.0 * 86_400.0 + total)
+}
+
+/// Any other duration: days, units, padding, a `<` before the time left.
+fn spelled_duration_s(text: &str) -> Option<f64> {
     let s = text.trim().trim_start_matches('<');
     let (days, clock) = match s.split_once(" day") {
         Some((d, rest)) => {
@@ -298,9 +363,7 @@ pub fn duration_s(text: &str) -> Option<f64> {
         let (v, unit, _) = number_unit(clock)?;
         to_ms(v, unit, Unit::S)? / 1000.0
     };
-    let value = days * 86_400.0 + secs;
-    trace::note(text, Kind::Duration, Some(Val::F(value)));
-    Some(value)
+    Some(days * 86_400.0 + secs)
 }
 
 #[cfg(test)]
@@ -344,6 +407,10 @@ mod tests {
         assert_eq!(duration_s("23.4s"), Some(23.4));
         assert_eq!(duration_s("N/A"), None);
         assert_eq!(duration_s("?"), None);
+        assert_eq!(duration_s("1:42:12.36"), Some(6132.36));
+        assert_eq!(duration_s("1::2"), None);
+        assert_eq!(duration_s("1:2.3.4"), None);
+        assert_eq!(duration_s(" 01:44"), Some(104.0));
     }
 
     #[test]
@@ -409,12 +476,36 @@ mod tests {
         Some(if negative { -v } else { v })
     }
 
+    /// The duration reader as it was, for every text: the reference the bare clocks' path is
+    /// held to.
+    fn duration_s_before(text: &str) -> Option<f64> {
+        spelled_duration_s(text)
+    }
+
     proptest::proptest! {
         // A failing case is printed, not saved beside the sources.
         #![proptest_config(proptest::prelude::ProptestConfig {
             failure_persistence: None,
             ..proptest::prelude::ProptestConfig::default()
         })]
+        #[test]
+        fn a_bare_clock_reads_as_any_duration_does(t in "[0-9]{0,18}(:[0-9.]{0,18}){0,3}|[0-9:. ]{0,12}|[0-9:.<a-z ,]{0,16}") {
+            let (got, want) = (duration_s(&t), duration_s_before(&t));
+            proptest::prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{}", t);
+        }
+
+        #[test]
+        fn a_number_is_trimmed_as_str_trim_does(t in "[ \t\u{b}\u{a0}\u{3000}\u{85}]{0,2}[0-9,]{0,8}[ \t\u{b}\u{a0}\u{3000}\u{85}\\]x]{0,2}") {
+            proptest::prop_assert_eq!(trimmed(&t), t.trim());
+            let reference = {
+                let s = t.trim();
+                let end = s.bytes().take_while(|b| b.is_ascii_digit() || *b == b',').count();
+                let digits = &s[..end];
+                (!digits.is_empty()).then(|| digits.replace(',', "").parse::<u64>().ok()).flatten()
+            };
+            proptest::prop_assert_eq!(integer(&t), reference, "{}", t);
+        }
+
         #[test]
         fn the_fast_path_reads_what_it_read_a_byte_at_a_time(t in "[-+]?[0-9]{0,20}([.][0-9]{0,20})?([eE][-+]?[0-9]{0,12})?|[-+.eE0-9a ,]{0,24}") {
             let (got, want) = (fast_decimal(t.as_bytes()), fast_decimal_before(t.as_bytes()));
