@@ -3,6 +3,7 @@
 //! some formats need (the Keras epoch header, the open timing block, the cache block).
 
 pub mod clean;
+mod digits;
 mod events;
 mod frameworks;
 pub mod kv;

@@ -237,7 +237,8 @@ fn exponent(b: &[u8]) -> Option<i32> {
     i32::try_from(if negative { -n } else { n }).ok()
 }
 
-const POW10: [f64; 23] = [
+/// The powers of ten a double holds exactly.
+pub(super) const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::digits::Digits;
 use super::record::{Format, Record};
 use super::trace::{Kind, Read, Val};
 use super::{Context, Indents, LineInfo};
@@ -138,6 +139,8 @@ enum Source {
 #[derive(Default)]
 struct Compiled {
     places: Vec<Place>,
+    /// How each place's digits lie, as the text the shape was compiled from had them.
+    digits: Vec<Digits>,
     /// The places each `Source::Sum` adds up, one run after another.
     sums: Vec<usize>,
     /// Each figure's explanation.
@@ -155,7 +158,13 @@ struct Compiled {
 pub(crate) struct Scratch(Vec<Option<Val>>, Vec<Val>);
 
 impl Compiled {
-    fn of(origins: &[Origin], alternates: &[(usize, Origin)], guards: &[Guard]) -> Compiled {
+    /// Compiles the explanations chosen on a line whose text is `text`.
+    fn of(
+        origins: &[Origin],
+        alternates: &[(usize, Origin)],
+        guards: &[Guard],
+        text: &str,
+    ) -> Compiled {
         let mut c = Compiled::default();
         let mut place = |p: Place| match c.places.iter().position(|q| *q == p) {
             Some(i) => i,
@@ -190,11 +199,20 @@ impl Compiled {
                 (at, g.class)
             })
             .collect();
+        let digits = c
+            .places
+            .iter()
+            .map(|p| {
+                text.get(p.at..p.at + p.len)
+                    .map_or(Digits::Other, |s| Digits::of(p.kind, s))
+            })
+            .collect();
         Compiled {
             figures,
             alternates,
             guards,
             sums,
+            digits,
             ..c
         }
     }
@@ -202,10 +220,11 @@ impl Compiled {
     /// Reads every place of `text` into `into`, in `places` order.
     fn read(&self, text: &str, into: &mut Scratch) {
         into.0.clear();
-        into.0.extend(self.places.iter().map(|p| {
-            text.get(p.at..p.at + p.len)
-                .and_then(|s| read_as(p.kind, s))
-        }));
+        into.0
+            .extend(self.places.iter().zip(&self.digits).map(|(p, digits)| {
+                let s = text.get(p.at..p.at + p.len)?;
+                digits.read(s).or_else(|| read_as(p.kind, s))
+            }));
     }
 
     /// Whether every guard's place read the way it did when the shape was learned.
@@ -758,7 +777,7 @@ fn first_line(line: &ParsedLine) -> Option<Memo> {
         ctx: line.after,
         compiled: Compiled::default(),
     };
-    program.choose(&candidates, line.reads);
+    program.choose(&candidates, line.reads, line.text);
     Some(Memo {
         program,
         candidates,
@@ -803,7 +822,8 @@ impl Memo {
             }
         }
         self.candidates = candidates;
-        self.program.choose(&self.candidates, &self.reads);
+        self.program
+            .choose(&self.candidates, &self.reads, line.text);
         let mut records = Vec::new();
         match self.program.run(
             line.raw,
@@ -826,8 +846,9 @@ impl Memo {
 }
 
 impl Program {
-    /// Takes the first explanation of each figure, and every other read as a guard.
-    fn choose(&mut self, candidates: &[Vec<Origin>], reads: &[Read]) {
+    /// Takes the first explanation of each figure, and every other read as a guard, on a
+    /// line whose text is `text`.
+    fn choose(&mut self, candidates: &[Vec<Origin>], reads: &[Read], text: &str) {
         let origins: Vec<Origin> = candidates.iter().map(|c| c[0]).collect();
         let alternates: Vec<(usize, Origin)> = candidates
             .iter()
@@ -854,7 +875,7 @@ impl Program {
                 });
             }
         }
-        self.compiled = Compiled::of(&origins, &alternates, &guards);
+        self.compiled = Compiled::of(&origins, &alternates, &guards, text);
     }
 
     /// True when every figure reads from `text` and every guard holds.
