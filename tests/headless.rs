@@ -263,6 +263,25 @@ fn the_exec_hook_gets_each_change_in_its_environment() {
 }
 
 #[test]
+fn a_hook_gets_the_json_line_when_the_lines_are_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hook.log");
+    let cmd = format!("printf '%s\\n' \"$STEPTOP_JSON\" >> {}", log.display());
+    let files = scenario("data_loading_bound");
+    let o = replay(&files, &["--exec", &cmd]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("\"kind\":\"alert\""), "lines in words");
+    let json = stdout(&replay(&files, &["--format", "json"]));
+    let changes: Vec<&str> = json
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"alert\""))
+        .collect();
+    assert!(!changes.is_empty());
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.lines().collect::<Vec<_>>(), changes);
+}
+
+#[test]
 fn a_failing_or_hanging_hook_is_reported_and_blocks_nothing() {
     let files = scenario("data_loading_bound");
     let plain = stdout(&replay(&files, &[]));

@@ -228,14 +228,23 @@ impl Sink {
             let Some(a) = d.alert(c.alert) else {
                 continue;
             };
-            let json = line::alert_json(c, a, origin);
+            // The JSON form only where it is printed or a hook takes it: made for every change
+            // of a replay printed in words, it was 3% of the replay's instructions.
+            let text = match self.opts.format {
+                LineFormat::Json => line::alert_json(c, a, origin),
+                LineFormat::Text => line::alert_text(c, a, origin),
+            };
             if let Some(h) = &self.hooks {
+                let json = match self.opts.format {
+                    LineFormat::Json => text.clone(),
+                    LineFormat::Text => line::alert_json(c, a, origin),
+                };
                 h.send(Call {
                     rule: c.rule.to_string(),
                     severity: c.severity.name().to_string(),
                     title: a.title.clone(),
                     change: c.change.name().to_string(),
-                    json: json.clone(),
+                    json,
                 });
             }
             if c.change != ChangeKind::Cleared
@@ -245,10 +254,6 @@ impl Sink {
                 let at = c.step.map(|s| format!(" at step {s}")).unwrap_or_default();
                 self.failed = Some(format!("{} {}{at}", c.severity.name(), c.rule));
             }
-            let text = match self.opts.format {
-                LineFormat::Json => json,
-                LineFormat::Text => line::alert_text(c, a, origin),
-            };
             self.print(&text);
         }
     }
