@@ -9,8 +9,9 @@ use crate::sink::report;
 /// Reads the logs whole and prints the report.
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let mut cfg = load_config(args.config.as_deref())?;
-    // Only the page draws the figures' histories.
+    // Only the page draws the figures' histories; no report shows the log pane.
     cfg.model.charts = matches!(args.format, ReportFormat::Html);
+    cfg.model.pane = false;
     let paths = expand_inputs(&args.logs)?;
     let progress = Progress::new(progress::total_bytes(&paths), args.quiet);
     let analysis = report::analyze_run(&paths, &cfg, None, &progress)?;

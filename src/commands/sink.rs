@@ -151,9 +151,11 @@ pub(super) fn sink(
         }
         None => None,
     };
-    // Headless lines and the metrics draw no chart: no chart series is kept for them.
+    // Headless lines and the metrics draw no chart and no log pane: no chart series is kept
+    // for them, and only the log lines a rule quotes.
     let model = ModelConfig {
         charts: !out.headless,
+        pane: !out.headless,
         ..config.model
     };
     let mut mon = monitor::Monitor::new(model, config.diagnose.clone());

@@ -9,9 +9,12 @@ use std::collections::VecDeque;
 use crate::parse::clean::clean;
 use crate::parse::record::Record;
 
-/// Lines kept, and the characters kept of each: enough to fill a zoomed pane.
+/// Lines kept for the log pane, and the characters kept of each: enough to fill a zoomed pane.
 const KEPT: usize = 500;
 const CHARS: usize = 400;
+/// Lines kept where no pane shows them: those a rule quotes (`stalled`: what the log said
+/// last, when the trainer is gone).
+pub const QUOTED: usize = 5;
 
 /// What a line gave the model, for marking it in the log pane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +37,17 @@ pub struct LogLine {
 }
 
 /// The newest lines, oldest first; bounded.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LogLines {
     pub lines: VecDeque<LogLine>,
+    /// How many: the pane's `KEPT`, or `QUOTED` where no pane shows them.
+    cap: usize,
+}
+
+impl Default for LogLines {
+    fn default() -> Self {
+        LogLines::for_pane(true)
+    }
 }
 
 impl LineKind {
@@ -53,6 +64,16 @@ impl LineKind {
 }
 
 impl LogLines {
+    /// The lines the log pane shows when `pane`, else only those a rule quotes: a report
+    /// cleaned and kept 500 lines of every block it read for no pane (a twentieth of the
+    /// monitor thread's work on the mixed log).
+    pub fn for_pane(pane: bool) -> LogLines {
+        LogLines {
+            lines: VecDeque::new(),
+            cap: if pane { KEPT } else { QUOTED },
+        }
+    }
+
     /// Keeps line `line` of `source` (its bytes as read) unless nothing of it can be shown:
     /// the reference the tests hold `kept_of` and `keep` to.
     #[cfg(test)]
@@ -64,7 +85,7 @@ impl LogLines {
 
     /// Keeps line `line` of `source`, whose text `shown` gave.
     pub fn keep(&mut self, source: usize, line: u64, text: String, kind: LineKind) {
-        if self.lines.len() == KEPT {
+        if self.lines.len() >= self.cap {
             self.lines.pop_front();
         }
         self.lines.push_back(LogLine {
@@ -79,11 +100,12 @@ impl LogLines {
     /// the last, as their indexes and texts, in order: keeping only these leaves the same
     /// lines as pushing all, and each line is cleaned once.
     pub fn kept_of<'a>(
+        &self,
         raws: impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator,
     ) -> Vec<(usize, String)> {
         let mut kept = Vec::new();
         for (i, raw) in raws.enumerate().rev() {
-            if kept.len() == KEPT {
+            if kept.len() == self.cap {
                 break;
             }
             if let Some(text) = shown(raw) {
@@ -183,14 +205,14 @@ mod tests {
         for (i, r) in raws.iter().enumerate() {
             all.push(0, i as u64, r, LineKind::Plain);
         }
-        let kept = LogLines::kept_of(raws.iter().map(Vec::as_slice));
+        let kept = tail.kept_of(raws.iter().map(Vec::as_slice));
         assert!(kept.len() == KEPT && kept[0].0 > 0);
         for (i, text) in kept {
             tail.keep(0, i as u64, text, LineKind::Plain);
         }
         assert_eq!(all.lines, tail.lines);
         // Fewer lines than are kept: all of them.
-        let few = LogLines::kept_of(raws[..10].iter().map(Vec::as_slice));
+        let few = tail.kept_of(raws[..10].iter().map(Vec::as_slice));
         assert_eq!(few.iter().map(|k| k.0).collect::<Vec<_>>(), [2, 5, 8]);
     }
 }

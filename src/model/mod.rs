@@ -66,7 +66,7 @@ pub(crate) fn keep_latest<T>(slot: &mut Option<T>, v: Option<T>) {
     }
 }
 
-/// Sizes of the model's windows, and whether it keeps what only a chart reads.
+/// Sizes of the model's windows, and whether it keeps what only a chart or the log pane reads.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelConfig {
     /// Steps in the recent window (p50/p95/mean, data share, ETA).
@@ -75,6 +75,9 @@ pub struct ModelConfig {
     /// draw them; a report or comparison in text, markdown or JSON reads none (on a long run
     /// they were a tenth of the monitor thread's time).
     pub charts: bool,
+    /// Whether the log pane's last lines are kept: only the live view shows them; elsewhere
+    /// the model keeps the few a rule quotes.
+    pub pane: bool,
 }
 
 impl Default for ModelConfig {
@@ -82,6 +85,7 @@ impl Default for ModelConfig {
         ModelConfig {
             window_steps: 100,
             charts: true,
+            pane: true,
         }
     }
 }
@@ -362,7 +366,7 @@ impl Model {
             hardware: Hardware::default(),
             stacks: stacks::Stacks::default(),
             timeline: Timeline::default(),
-            log: LogLines::default(),
+            log: LogLines::for_pane(cfg.pane),
             counters: HashMap::default(),
             basis: Basis::default(),
             runs: Vec::new(),

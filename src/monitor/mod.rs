@@ -8,7 +8,7 @@ pub mod keys;
 pub mod msg;
 
 use crate::diagnose::{DiagnoseConfig, Diagnosis, Trigger};
-use crate::model::log_lines::{LineKind, LogLines, shown};
+use crate::model::log_lines::{LineKind, shown};
 use crate::model::sample::Sample;
 use crate::model::source_stats::SourceStats;
 use crate::model::{Model, ModelConfig, Stamp};
@@ -123,7 +123,8 @@ impl Monitor {
     /// sees the monitor after each line (headless prints the changes a line caused). Only the
     /// lines the log pane will still hold after the last are given to it.
     pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
-        let mut shown = LogLines::kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
+        let mut shown = (self.model.log)
+            .kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
             .into_iter()
             .peekable();
         let mut records = lines.records.into_iter();

@@ -47,9 +47,11 @@ fn main() {
         bytes as f64 / 1048576.0,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    // As `report --format json` runs: no chart series (the live view's history keeps them).
+    // As `report --format json` runs: no chart series and no log pane (the live view's
+    // history keeps them).
     let mut cfg = Config::default_checked();
     cfg.model.charts = false;
+    cfg.model.pane = false;
     let live_cfg = Config::default_checked();
     let bin = env!("CARGO_BIN_EXE_steptop");
     let path_s = path.to_str().expect("utf-8 temp path");

@@ -4,10 +4,8 @@
 use super::{Needs, Rule, View, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
+use crate::model::log_lines::QUOTED;
 use crate::model::window::median;
-
-/// Log lines an alert about a trainer that is gone quotes: what it said last.
-const LAST_LINES: usize = 5;
 
 pub const STEP_SPIKES: Rule = Rule {
     id: "step_spikes",
@@ -294,7 +292,7 @@ fn stalled(v: &View, k: &Knobs) -> Option<Finding> {
         }
         (None, Some(was)) => {
             f = f.why(|| format!("the trainer (pid {}) is gone", was.pid));
-            for line in v.m.log.last(LAST_LINES) {
+            for line in v.m.log.last(QUOTED) {
                 f = f.why(|| format!("log: {}", line.text));
             }
         }

@@ -14,6 +14,7 @@ use crate::sink::report::{self, Report};
 pub fn read(label: String, paths: &[PathBuf], cfg: &Config) -> Result<Baseline, Error> {
     let mut cfg = cfg.clone();
     cfg.model.charts = false;
+    cfg.model.pane = false;
     let a = report::analyze(paths, &cfg)?;
     Ok(of(label, &Report::build(&a)))
 }

@@ -715,31 +715,44 @@ fn rank_out(rank: u32, r: &RankState) -> RankOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::log_lines::QUOTED;
     use crate::settings::config::Config;
 
     #[test]
-    fn a_report_in_words_reads_no_chart() {
-        // Text, markdown and JSON reports are made without the figures' chart histories:
-        // nothing they say may depend on them.
+    fn a_report_reads_no_chart_in_words_and_no_log_pane() {
+        // Text, markdown and JSON reports are made without the figures' chart histories, and
+        // no report keeps the log pane's lines: nothing they say may depend on them.
         let with = Config::default_checked();
-        let mut without = Config::default_checked();
+        let mut without = with.clone();
         without.model.charts = false;
+        without.model.pane = false;
+        let mut page = with.clone();
+        page.model.pane = false;
         let said = |a: &Analysis| {
             let r = Report::build(a);
             let json = serde_json::to_string_pretty(&r).expect("json");
             (json, render_text(&r), render_markdown(&r))
         };
-        let mut drawn = 0;
+        let html = |a: &Analysis| render_html(&Report::build(a), &Curves::of(&a.model));
+        let (mut drawn, mut paned) = (0, 0);
         for paths in crate::common::fixture_inputs::all() {
             let a = analyze(&paths, &with).expect("analyze");
             let b = analyze(&paths, &without).expect("analyze");
+            let c = analyze(&paths, &page).expect("analyze");
             drawn += a.model.merged.step_time_ms.series.len();
+            paned += usize::from(a.model.log.lines.len() > QUOTED);
             assert!(b.model.merged.step_time_ms.series.is_empty(), "{paths:?}");
+            assert!(b.model.log.lines.len() <= QUOTED, "{paths:?}");
             assert!(
                 said(&a) == said(&b),
-                "{paths:?}: the report differs without charts"
+                "{paths:?}: the report differs without charts and the pane"
+            );
+            assert!(
+                html(&a) == html(&c),
+                "{paths:?}: the page differs without the pane"
             );
         }
         assert!(drawn > 1000, "{drawn} chart points in all");
+        assert!(paned > 50, "{paned} inputs with more lines than are quoted");
     }
 }
