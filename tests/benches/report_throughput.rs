@@ -3,7 +3,7 @@
 //! blocks, noise). Prints, from one run: `steptop report --format json`'s MB/s (median of 3)
 //! beside `rg -c` with one regex and the Python script a user writes instead
 //! (`user_script.py`, two regexes) over the same file; replay at full speed, compare and the live
-//! view's history read against report's rate; the CPU-seconds per GB of reading, parsing, the
+//! view's history against report, each run paired with one of report's; the CPU-seconds per GB of reading, parsing, the
 //! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
 //! then, on one long run (every line a step, a quarter of the size), report against the
 //! script and the diagnosis's cost per step, where its windows are full. Size:
@@ -28,6 +28,9 @@ use steptop::Stamp;
 /// cost what they cost in steptop's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Runs of each other mode, each paired with a run of report.
+const PAIRS: usize = 5;
 
 /// Bytes of the file whose records are held in memory to time the diagnosis on.
 const DIAGNOSIS_BYTES: u64 = 64 << 20;
@@ -170,29 +173,47 @@ fn main() {
         _ => println!("  the user's Python script: did not run (python3 missing?)"),
     }
 
-    // Every other mode through the same bulk reader, against report's rate.
-    let versus = |name: &str, secs: Option<f64>, volume: f64| match (secs, report_rate) {
-        (Some(s), Some(r)) => println!(
-            "  {name}: {:.0} MB/s, {:.2}x report",
-            volume / s,
-            volume / s / r
-        ),
-        _ => println!("  {name}: failed"),
+    // Every other mode through the same bulk reader, against report: each run right after a
+    // run of report, and the ratio the median of the pairs' (load from elsewhere moves both
+    // alike; single medians taken minutes apart put one mode anywhere from 0.64x to 1.01x).
+    let report_once = || {
+        let t = Instant::now();
+        succeeds(Command::new(bin).args(["report", "--format", "json", path_s]))
+            .then(|| t.elapsed().as_secs_f64())
     };
-    let replay = median(3, || {
-        succeeds(Command::new(bin).args(["replay", "--speed", "max", "--headless", path_s]))
-    });
-    versus("replay --speed max --headless", replay, mb);
-    let compare = median(3, || {
-        succeeds(Command::new(bin).args(["compare", path_s, path_s]))
+    let versus = |name: &str, volume: f64, mode: &mut dyn FnMut() -> Option<f64>| {
+        let pairs = (0..PAIRS)
+            .map(|_| Some((report_once()?, mode()?)))
+            .collect::<Option<Vec<(f64, f64)>>>();
+        match pairs {
+            Some(p) => {
+                let secs = middle(p.iter().map(|&(_, m)| m).collect());
+                let ratio = middle(p.iter().map(|&(r, m)| volume * r / (mb * m)).collect());
+                println!(
+                    "  {name}: {:.0} MB/s, {ratio:.2}x report (medians of {PAIRS} pairs)",
+                    volume / secs
+                );
+            }
+            None => println!("  {name}: failed"),
+        }
+    };
+    let timed = |args: &[&str]| {
+        let t = Instant::now();
+        succeeds(Command::new(bin).args(args)).then(|| t.elapsed().as_secs_f64())
+    };
+    versus("replay --speed max --headless", mb, &mut || {
+        timed(&["replay", "--speed", "max", "--headless", path_s])
     });
     versus(
         "compare (the file against itself: twice its bytes)",
-        compare,
         2.0 * mb,
+        &mut || timed(&["compare", path_s, path_s]),
     );
-    let history = median_of(3, || history_read(&path, &live_cfg));
-    versus("live view's history (follow until caught up)", history, mb);
+    versus(
+        "live view's history (follow until caught up)",
+        mb,
+        &mut || history_read(&path, &live_cfg),
+    );
 
     // One long run, as most real logs are: every line a step, in the seeds' format (which the
     // script reads too), a quarter of the mixed log's size. Here the rules and the model
