@@ -14,9 +14,9 @@ use crate::sink::{compare, report};
 /// Reads each run and prints what differs between them, and why.
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let mut cfg = load_config(args.config.as_deref())?;
-    // Only the page draws the runs' curves; no comparison shows the log pane.
-    cfg.model.charts = matches!(args.format, CompareFormat::Html);
-    cfg.model.pane = false;
+    cfg.model = cfg
+        .model
+        .summary(matches!(args.format, CompareFormat::Html));
     if args.labels.len() > args.runs.len() {
         return Err(Error::Usage(format!(
             "{} --label given for {} runs: one per run at most, in order",

@@ -9,9 +9,7 @@ use crate::sink::report;
 /// Reads the logs whole and prints the report.
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let mut cfg = load_config(args.config.as_deref())?;
-    // Only the page draws the figures' histories; no report shows the log pane.
-    cfg.model.charts = matches!(args.format, ReportFormat::Html);
-    cfg.model.pane = false;
+    cfg.model = cfg.model.summary(matches!(args.format, ReportFormat::Html));
     let paths = expand_inputs(&args.logs)?;
     let progress = Progress::new(progress::total_bytes(&paths), args.quiet);
     let analysis = report::analyze_run(&paths, &cfg, None, &progress)?;

@@ -80,6 +80,18 @@ pub struct ModelConfig {
     pub pane: bool,
 }
 
+impl ModelConfig {
+    /// As a report or comparison reads a run: chart series only for a `page` (HTML), and no
+    /// log pane, which none of them shows.
+    pub fn summary(self, page: bool) -> ModelConfig {
+        ModelConfig {
+            charts: page,
+            pane: false,
+            ..self
+        }
+    }
+}
+
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {

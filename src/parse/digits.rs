@@ -8,7 +8,7 @@
 //! went there). Every byte is checked as it is added; a place that does not fit its layout is
 //! read as the parser reads it.
 
-use super::num::POW10;
+use super::num::scaled;
 use super::trace::{Kind, Val};
 
 /// How a place's digits are laid out, taken from the text the shape was learned from.
@@ -18,8 +18,8 @@ pub(super) enum Digits {
     Integer,
     /// An optional `-`, then 1 to 15 digits with a point at `point` (counted after the sign)
     /// or none, read as a float. With so few digits the mantissa and the power of ten are
-    /// exact, so one division gives the correctly rounded value, as `num::decimal` and
-    /// `str::parse` give it.
+    /// exact, so one division gives the correctly rounded value (`num::scaled`), as
+    /// `num::decimal` and `str::parse` give it.
     Decimal {
         negative: bool,
         point: Option<usize>,
@@ -94,10 +94,8 @@ impl Digits {
                     Some(p) => body.len().checked_sub(p + 1)?,
                     None => 0,
                 };
-                let v = match fraction {
-                    0 => m as f64,
-                    f => m as f64 / POW10[f],
-                };
+                // At most 15 digits: a fraction's length fits an i32.
+                let v = scaled(m, -(fraction as i32))?;
                 Some(Val::F(if negative { -v } else { v }))
             }
             Digits::Other => None,

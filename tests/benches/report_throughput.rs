@@ -53,8 +53,7 @@ fn main() {
     // As `report --format json` runs: no chart series and no log pane (the live view's
     // history keeps them).
     let mut cfg = Config::default_checked();
-    cfg.model.charts = false;
-    cfg.model.pane = false;
+    cfg.model = cfg.model.summary(false);
     let live_cfg = Config::default_checked();
     let bin = env!("CARGO_BIN_EXE_steptop");
     let path_s = path.to_str().expect("utf-8 temp path");
@@ -176,14 +175,13 @@ fn main() {
     // Every other mode through the same bulk reader, against report: each run right after a
     // run of report, and the ratio the median of the pairs' (load from elsewhere moves both
     // alike; single medians taken minutes apart put one mode anywhere from 0.64x to 1.01x).
-    let report_once = || {
+    let timed = |args: &[&str]| {
         let t = Instant::now();
-        succeeds(Command::new(bin).args(["report", "--format", "json", path_s]))
-            .then(|| t.elapsed().as_secs_f64())
+        succeeds(Command::new(bin).args(args)).then(|| t.elapsed().as_secs_f64())
     };
     let versus = |name: &str, volume: f64, mode: &mut dyn FnMut() -> Option<f64>| {
         let pairs = (0..PAIRS)
-            .map(|_| Some((report_once()?, mode()?)))
+            .map(|_| Some((timed(&["report", "--format", "json", path_s])?, mode()?)))
             .collect::<Option<Vec<(f64, f64)>>>();
         match pairs {
             Some(p) => {
@@ -196,10 +194,6 @@ fn main() {
             }
             None => println!("  {name}: failed"),
         }
-    };
-    let timed = |args: &[&str]| {
-        let t = Instant::now();
-        succeeds(Command::new(bin).args(args)).then(|| t.elapsed().as_secs_f64())
     };
     versus("replay --speed max --headless", mb, &mut || {
         timed(&["replay", "--speed", "max", "--headless", path_s])

@@ -13,8 +13,7 @@ use crate::sink::report::{self, Report};
 /// draws: the baseline is the report's figures.
 pub fn read(label: String, paths: &[PathBuf], cfg: &Config) -> Result<Baseline, Error> {
     let mut cfg = cfg.clone();
-    cfg.model.charts = false;
-    cfg.model.pane = false;
+    cfg.model = cfg.model.summary(false);
     let a = report::analyze(paths, &cfg)?;
     Ok(of(label, &Report::build(&a)))
 }

@@ -724,10 +724,9 @@ mod tests {
         // no report keeps the log pane's lines: nothing they say may depend on them.
         let with = Config::default_checked();
         let mut without = with.clone();
-        without.model.charts = false;
-        without.model.pane = false;
+        without.model = with.model.summary(false);
         let mut page = with.clone();
-        page.model.pane = false;
+        page.model = with.model.summary(true);
         let said = |a: &Analysis| {
             let r = Report::build(a);
             let json = serde_json::to_string_pretty(&r).expect("json");
