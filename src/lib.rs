@@ -53,7 +53,7 @@ pub use model::{Model, ModelConfig, Stamp};
 pub use monitor::Monitor;
 pub use monitor::keys::{Key, KeyCode, Mods, UiEvent};
 pub use monitor::msg::{FileStatus, Msg, inbox};
-pub use parse::record::Record;
+pub use parse::record::{Record, StepBoxes};
 pub use probe::{HostReading, Sample, Sampler, SamplerOptions};
 pub use settings::config::Config;
 pub use sink::metrics::server::serve as serve_metrics;

@@ -479,6 +479,13 @@ impl Model {
 
     /// Folds one record into the model.
     pub fn apply(&mut self, stamp: &Stamp, rec: Record) {
+        self.apply_keeping(stamp, rec);
+    }
+
+    /// `apply`, giving back the box of a step record, read, for the parser to fill again
+    /// (`StepBoxes`).
+    pub fn apply_keeping(&mut self, stamp: &Stamp, rec: Record) -> Option<Box<StepRecord>> {
+        let mut read = None;
         let t = stamp.time;
         self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
         self.real_time |= stamp.real_time;
@@ -496,6 +503,7 @@ impl Model {
                 self.line_step_times |= s.step_time_ms.is_some() || s.iters_per_s.is_some();
                 self.line_data_times |= s.data_time_ms.is_some();
                 self.step(stamp, &s);
+                read = Some(s);
             }
             Record::Stage(s) => {
                 if let Some(step) = s.step {
@@ -590,6 +598,7 @@ impl Model {
         if !self.stages.closed.is_empty() || !self.stages.matched_data.is_empty() {
             self.block_steps();
         }
+        read
     }
 
     /// The run's time in seconds: the logs' own times (or arrivals) when they have them, else

@@ -14,7 +14,7 @@ use crate::model::source_stats::SourceStats;
 use crate::model::{Model, ModelConfig, Stamp};
 use crate::monitor::msg::{FileStatus, LineHead, Lines, Msg};
 use crate::parse::LineInfo;
-use crate::parse::record::Record;
+use crate::parse::record::{Record, StepBoxes, StepRecord};
 
 /// Everything a sink shows, built only from messages: the model and its diagnosis, kept
 /// in step (every record and sample reaches both, in order).
@@ -77,7 +77,8 @@ impl Monitor {
                 ..
             } => {
                 let logged = shown(text.as_bytes()).map(|t| (LineKind::of(&records), t));
-                self.line(&stamp, &info, records.into_iter(), text.as_bytes(), logged);
+                let text = text.as_bytes();
+                self.line(&stamp, &info, records.into_iter(), text, logged, None);
                 // The log pane shows every line.
                 true
             }
@@ -88,6 +89,7 @@ impl Monitor {
                         src.history_read += lines.bytes;
                     }
                 }
+                // No parser on this thread to fill the step records' boxes again: they go.
                 self.lines(*lines, &mut |_, _| {});
                 true
             }
@@ -121,8 +123,14 @@ impl Monitor {
 
     /// Lines read in bulk, in order, each as its own `Msg::Line` would be applied; `after_each`
     /// sees the monitor after each line (headless prints the changes a line caused). Only the
-    /// lines the log pane will still hold after the last are given to it.
-    pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
+    /// lines the log pane will still hold after the last are given to it. Returns the boxes
+    /// of the step records read, for the parser that made them to fill again.
+    pub fn lines(
+        &mut self,
+        lines: Lines,
+        after_each: &mut dyn FnMut(&Monitor, &LineHead),
+    ) -> StepBoxes {
+        let mut spent = StepBoxes::default();
         let mut shown = (self.model.log)
             .kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
             .into_iter()
@@ -140,13 +148,16 @@ impl Monitor {
                 records.by_ref().take(n),
                 text,
                 logged,
+                Some(&mut spent),
             );
             after_each(self, head);
         }
+        spent
     }
 
     /// One line: counted for its file, shown in the log pane when `logged` (its kind and
-    /// shown text), its records into the model and the rules.
+    /// shown text), its records into the model and the rules; the boxes of its step records
+    /// into `spent` when given.
     fn line(
         &mut self,
         stamp: &Stamp,
@@ -154,6 +165,7 @@ impl Monitor {
         records: impl ExactSizeIterator<Item = Record>,
         text: &[u8],
         logged: Option<(LineKind, String)>,
+        mut spent: Option<&mut StepBoxes>,
     ) {
         if let Some((kind, shown)) = logged {
             self.model.line(stamp.source, stamp.line, shown, kind);
@@ -166,7 +178,10 @@ impl Monitor {
             }
         }
         for rec in records {
-            self.record(stamp, rec);
+            let read = self.record(stamp, rec);
+            if let (Some(b), Some(spent)) = (read, spent.as_deref_mut()) {
+                spent.give(b);
+            }
         }
     }
 
@@ -178,22 +193,21 @@ impl Monitor {
         self.diagnosis.refresh(&self.model);
     }
 
-    /// One record into the model, then the rules it concerns.
-    pub fn record(&mut self, stamp: &Stamp, rec: Record) {
+    /// One record into the model, then the rules it concerns. Returns the box of a step
+    /// record the model read.
+    pub fn record(&mut self, stamp: &Stamp, rec: Record) -> Option<Box<StepRecord>> {
         if self.only_run.is_some_and(|k| self.runs_started > k + 1) {
-            return;
+            return None;
         }
         let (rec, new_run) = self.model.count(stamp, rec);
         if new_run {
             self.runs_started += 1;
             if self.only_run.is_some_and(|k| self.runs_started > k + 1) {
                 // The run kept ended here: what follows is another's.
-                return;
+                return None;
             }
         }
-        let Some(rec) = rec else {
-            return;
-        };
+        let rec = rec?;
         if new_run {
             let alerts = self.diagnosis.run_alerts().count() as u64;
             self.diagnosis.new_run(
@@ -203,10 +217,11 @@ impl Monitor {
             self.model.new_run(alerts);
         }
         let trigger = Trigger::of(&rec);
-        self.model.apply(stamp, rec);
+        let read = self.model.apply_keeping(stamp, rec);
         if let Some(t) = trigger {
             self.diagnosis.after(&self.model, t);
         }
+        read
     }
 
     /// One hardware sample into the model, then the hardware rules.

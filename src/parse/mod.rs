@@ -21,7 +21,7 @@ pub mod user;
 
 use std::sync::Arc;
 
-use record::{CacheRecord, ConfigFact, EventKind, Format, Record, StepRecord};
+use record::{CacheRecord, ConfigFact, EventKind, Format, Record, StepBoxes, StepRecord};
 
 /// What a line said besides its records.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -216,6 +216,17 @@ impl Parser {
     /// memo trusts), in the same context.
     pub fn served_shape(&self) -> Option<u64> {
         self.served
+    }
+
+    /// Step records' boxes the model has read, to fill again for the lines to come.
+    pub fn recycle(&mut self, boxes: StepBoxes) {
+        self.reads.2.append(boxes);
+    }
+
+    /// Step records' boxes kept to fill again.
+    #[cfg(test)]
+    pub fn spare_steps(&self) -> usize {
+        self.reads.2.kept()
     }
 
     /// Lines read from the shape memo rather than parsed in full.

@@ -343,9 +343,9 @@ impl ConfigFact {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Record {
     /// Boxed: a step record is three times the size of any other, and every record moves
-    /// several times between the parser and the model. With the binary's allocator the
-    /// allocation per step line is as fast, and a block's records take a third of the memory
-    /// (README, Performance).
+    /// several times between the parser and the model; a block's records take a third of the
+    /// memory. In bulk reading the boxes go round (`StepBoxes`), so that no step line costs
+    /// an allocation (README, Performance).
     Step(Box<StepRecord>),
     Stage(StageRecord),
     /// A timing block's total line (`Total : 3610.53ms`, `总计`, `step time`): the model reads
@@ -385,6 +385,53 @@ pub enum Record {
     },
 }
 
+/// Step records' boxes on their way round: the monitor's thread hands back the boxes whose
+/// records the model has read, and the parser's thread fills them again for the next lines.
+/// A box made on one thread and freed on the other cost the monitor's thread a tenth of its
+/// instructions on a log of step lines (the allocator's remote free and its collection), and
+/// records held in place of boxes cost more in copies than the boxes did (README,
+/// Performance).
+#[derive(Default)]
+// The boxes are the point: they go round, their records are filled in place.
+#[allow(clippy::vec_box)]
+pub struct StepBoxes(Vec<Box<StepRecord>>);
+
+impl StepBoxes {
+    /// Boxes kept: more than the step lines of the blocks in flight (a 256 KiB block holds
+    /// at most a few thousand), so that a pool never runs dry in a steady stream, and a few
+    /// MiB at most when boxes come back faster than they are used.
+    const KEPT: usize = 4096;
+
+    /// A box holding a copy of `rec`, a kept one where there is one.
+    pub fn boxed(&mut self, rec: &StepRecord) -> Box<StepRecord> {
+        match self.0.pop() {
+            Some(mut b) => {
+                (*b).clone_from(rec);
+                b
+            }
+            None => Box::new(rec.clone()),
+        }
+    }
+
+    /// Keeps a box whose record has been read, up to `KEPT`.
+    pub fn give(&mut self, b: Box<StepRecord>) {
+        if self.0.len() < Self::KEPT {
+            self.0.push(b);
+        }
+    }
+
+    /// Keeps `other`'s boxes too, up to `KEPT`.
+    pub fn append(&mut self, other: StepBoxes) {
+        let room = Self::KEPT.saturating_sub(self.0.len());
+        self.0.extend(other.0.into_iter().take(room));
+    }
+
+    #[cfg(test)]
+    pub fn kept(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Whole-run figures a framework prints when training ends.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SummaryRecord {
@@ -392,4 +439,42 @@ pub struct SummaryRecord {
     pub samples_per_s: Option<f64>,
     pub steps_per_s: Option<f64>,
     pub loss: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_box_holds_only_the_record_it_is_filled_with() {
+        let mut boxes = StepBoxes::default();
+        boxes.give(Box::new(StepRecord {
+            step: Some(7),
+            loss: Some(1.0),
+            eta_s: Some(3.0),
+            tokens_per_device: true,
+            ..StepRecord::default()
+        }));
+        let rec = StepRecord {
+            step: Some(8),
+            lr: Some(1e-4),
+            ..StepRecord::default()
+        };
+        let filled = boxes.boxed(&rec);
+        assert_eq!(*filled, rec);
+        assert_eq!(boxes.kept(), 0, "the kept box was not the one filled");
+    }
+
+    #[test]
+    fn boxes_are_kept_up_to_a_bound() {
+        let mut boxes = StepBoxes::default();
+        for _ in 0..StepBoxes::KEPT + 3 {
+            boxes.give(Box::default());
+        }
+        assert_eq!(boxes.kept(), StepBoxes::KEPT);
+        let mut more = StepBoxes::default();
+        more.give(Box::default());
+        boxes.append(more);
+        assert_eq!(boxes.kept(), StepBoxes::KEPT);
+    }
 }

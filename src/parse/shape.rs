@@ -16,7 +16,7 @@ use std::collections::hash_map::Entry;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::digits::Digits;
-use super::record::{Format, Record};
+use super::record::{Format, Record, StepBoxes};
 use super::trace::{Kind, Read, Val};
 use super::{Context, Indents, LineInfo};
 use super::{num, prefix};
@@ -152,10 +152,10 @@ struct Compiled {
     guards: Vec<(usize, Class)>,
 }
 
-/// The numbers of one line's places and its figures, as `Program::run` reads them: the parser
-/// keeps one to reuse for every line.
+/// The numbers of one line's places and its figures, as `Program::run` reads them, and the
+/// step records' boxes it fills: the parser keeps one to reuse for every line.
 #[derive(Default)]
-pub(crate) struct Scratch(Vec<Option<Val>>, Vec<Val>);
+pub(crate) struct Scratch(Vec<Option<Val>>, Vec<Val>, pub(crate) StepBoxes);
 
 impl Compiled {
     /// Compiles the explanations chosen on a line whose text is `text`.
@@ -914,7 +914,7 @@ impl Program {
         debug_assert!(self.text != TextAt::Raw || text.len() == raw.len());
         let c = &self.compiled;
         c.read(text, scratch);
-        let (read, figures) = (&scratch.0, &mut scratch.1);
+        let (read, figures, boxes) = (&scratch.0, &mut scratch.1, &mut scratch.2);
         if !c.guards_hold(read) {
             return None;
         }
@@ -932,7 +932,10 @@ impl Program {
             return None;
         }
         let start = out.len();
-        out.extend_from_slice(&self.records);
+        out.extend(self.records.iter().map(|r| match r {
+            Record::Step(s) => Record::Step(boxes.boxed(s)),
+            r => r.clone(),
+        }));
         let (mut info, mut ctx) = (self.info, self.ctx);
         let mut figures = figures.iter();
         let mut ok = true;

@@ -23,6 +23,7 @@ use steptop::Model;
 use steptop::Monitor;
 use steptop::Msg;
 use steptop::Stamp;
+use steptop::StepBoxes;
 
 /// The binary's allocator (Cargo.toml): the stages and the live history timed in this process
 /// cost what they cost in steptop's.
@@ -69,12 +70,23 @@ fn main() {
         }));
         stages[1].push(cpu(&mut || {
             let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-            steptop::read_file(&path, &mut feed, &mut drop).expect("read");
+            // The step records' boxes go back, as the monitor gives them back.
+            steptop::read_file(&path, &mut feed, &mut |lines| {
+                let mut spent = StepBoxes::default();
+                for rec in lines.records {
+                    if let steptop::Record::Step(b) = rec {
+                        spent.give(b);
+                    }
+                }
+                spent
+            })
+            .expect("read");
         }));
         stages[2].push(cpu(&mut || {
             let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
             let mut model = Model::new(cfg.model);
             steptop::read_file(&path, &mut feed, &mut |lines| {
+                let mut spent = StepBoxes::default();
                 let mut records = lines.records.into_iter();
                 for head in &lines.heads {
                     for rec in records.by_ref().take(head.records as usize) {
@@ -83,10 +95,13 @@ fn main() {
                             if new_run {
                                 model.new_run(0);
                             }
-                            model.apply(&head.stamp, rec);
+                            if let Some(b) = model.apply_keeping(&head.stamp, rec) {
+                                spent.give(b);
+                            }
                         }
                     }
                 }
+                spent
             })
             .expect("read");
             model.finish();
@@ -251,7 +266,7 @@ fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
     let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
     steptop::read_file(path, &mut feed, &mut |lines| {
         if held_bytes >= DIAGNOSIS_BYTES {
-            return;
+            return StepBoxes::default();
         }
         held_bytes += lines.bytes;
         let mut records = lines.records.into_iter();
@@ -263,6 +278,8 @@ fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
                     .map(|rec| (head.stamp, rec)),
             );
         }
+        // Held, not read yet: none to give back.
+        StepBoxes::default()
     })
     .expect("read");
     let mut alone = Vec::new();
