@@ -12,7 +12,6 @@ use crate::input::InputSpec;
 use crate::input::ingest::{Feed, Ingest};
 use crate::input::tail::{self, FollowOptions, TailEvent};
 use crate::monitor::msg::{Backlog, Msg, unix_now};
-use crate::parse::record::StepBoxes;
 use crate::parse::user::UserPattern;
 
 /// Starts the follow thread. It ends when `stop` is set, when the inbox is gone, or when
@@ -141,7 +140,6 @@ impl History {
         let backlog = &self.backlog;
         let sent = ingest.push(feed, line_no, raw, &mut |lines| {
             gone |= !backlog.send(inbox, lines);
-            StepBoxes::default()
         });
         settle(sent, gone, inbox)
     }
@@ -159,7 +157,6 @@ impl History {
         let backlog = &self.backlog;
         let sent = ingest.flush(feed, &mut |lines| {
             gone |= !backlog.send(inbox, lines);
-            StepBoxes::default()
         });
         settle(sent, gone, inbox)
     }

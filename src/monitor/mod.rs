@@ -89,7 +89,6 @@ impl Monitor {
                         src.history_read += lines.bytes;
                     }
                 }
-                // No parser on this thread to fill the step records' boxes again: they go.
                 self.lines(*lines, &mut |_, _| {});
                 true
             }
@@ -123,13 +122,9 @@ impl Monitor {
 
     /// Lines read in bulk, in order, each as its own `Msg::Line` would be applied; `after_each`
     /// sees the monitor after each line (headless prints the changes a line caused). Only the
-    /// lines the log pane will still hold after the last are given to it. Returns the boxes
-    /// of the step records read, for the parser that made them to fill again.
-    pub fn lines(
-        &mut self,
-        lines: Lines,
-        after_each: &mut dyn FnMut(&Monitor, &LineHead),
-    ) -> StepBoxes {
+    /// lines the log pane will still hold after the last are given to it. The boxes of the
+    /// step records read go back to the reader that made them, to be filled again.
+    pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
         let mut spent = StepBoxes::default();
         let mut shown = (self.model.log)
             .kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
@@ -152,7 +147,7 @@ impl Monitor {
             );
             after_each(self, head);
         }
-        spent
+        lines.home.send(spent);
     }
 
     /// One line: counted for its file, shown in the log pane when `logged` (its kind and

@@ -2,12 +2,12 @@
 //! and stamped by the thread that made it, so the monitor needs no clock and no locks and the
 //! same messages always give the same state.
 
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use crate::model::Stamp;
 use crate::parse::LineInfo;
-use crate::parse::record::Record;
+use crate::parse::record::{Record, StepBoxes};
 
 /// One thing that happened, for the monitor.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,6 +62,8 @@ pub struct Lines {
     pub bytes: u64,
     /// Its place in the inbox's bulk allowance, given back when it is dropped.
     pub held: Held,
+    /// Where the boxes of its step records go once the model has read them.
+    pub home: Home,
 }
 
 /// One line of a `Lines`: what a `Msg::Line` says besides its records and text.
@@ -161,6 +163,44 @@ impl PartialEq for Held {
 impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.is_some() { "Held" } else { "Free" })
+    }
+}
+
+/// The bulk reader that made a `Lines`, for the boxes of its step records (`StepBoxes`): the
+/// monitor sends them back once the model has read them, from whatever thread it runs on.
+#[derive(Default)]
+pub struct Home(Option<Sender<StepBoxes>>);
+
+impl Home {
+    pub fn to(reader: &Sender<StepBoxes>) -> Home {
+        Home(Some(reader.clone()))
+    }
+
+    /// Sends `boxes` back; when the reader is gone (the history read, the file done), they
+    /// are dropped here.
+    pub fn send(&self, boxes: StepBoxes) {
+        if let Some(reader) = &self.0 {
+            let _ = reader.send(boxes);
+        }
+    }
+}
+
+/// A copy has no home: its records are its own.
+impl Clone for Home {
+    fn clone(&self) -> Self {
+        Home(None)
+    }
+}
+
+impl PartialEq for Home {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Home {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Home" } else { "None" })
     }
 }
 

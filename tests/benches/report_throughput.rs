@@ -70,7 +70,7 @@ fn main() {
         }));
         stages[1].push(cpu(&mut || {
             let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-            // The step records' boxes go back, as the monitor gives them back.
+            // The step records' boxes go back to the reader, as the monitor sends them.
             steptop::read_file(&path, &mut feed, &mut |lines| {
                 let mut spent = StepBoxes::default();
                 for rec in lines.records {
@@ -78,7 +78,7 @@ fn main() {
                         spent.give(b);
                     }
                 }
-                spent
+                lines.home.send(spent);
             })
             .expect("read");
         }));
@@ -101,7 +101,7 @@ fn main() {
                         }
                     }
                 }
-                spent
+                lines.home.send(spent);
             })
             .expect("read");
             model.finish();
@@ -266,7 +266,7 @@ fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
     let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
     steptop::read_file(path, &mut feed, &mut |lines| {
         if held_bytes >= DIAGNOSIS_BYTES {
-            return StepBoxes::default();
+            return;
         }
         held_bytes += lines.bytes;
         let mut records = lines.records.into_iter();
@@ -278,8 +278,6 @@ fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
                     .map(|rec| (head.stamp, rec)),
             );
         }
-        // Held, not read yet: none to give back.
-        StepBoxes::default()
     })
     .expect("read");
     let mut alone = Vec::new();

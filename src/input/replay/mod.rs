@@ -13,7 +13,6 @@ use crate::input::ingest::Feed;
 use crate::input::metrics::UserTags;
 use crate::input::recording::{self, Entry};
 use crate::monitor::msg::Msg;
-use crate::parse::record::StepBoxes;
 use crate::parse::user::UserPattern;
 
 /// Calls `each` with every message of the files, in the order given, and the bytes of input
@@ -90,7 +89,6 @@ pub fn messages_tagged(
             crate::input::ingest::read_file(path, feed, &mut |lines| {
                 bytes += lines.bytes;
                 each(Msg::Lines(Box::new(lines)), bytes);
-                StepBoxes::default()
             })
             .map_err(|e| Error::Runtime(format!("cannot read {}: {e}", path.display())))?;
         }
