@@ -309,6 +309,16 @@ fn step(s: Option<u64>) -> String {
 /// must not break the one-line-per-change promise. Invisible characters are shown escaped
 /// (`display::shown`); a tab is one space, as the text sits mid-line.
 fn one_line(s: &str) -> String {
+    // Most titles and evidence are printable ASCII, which nothing here changes: copied whole
+    // (character by character, they were most of a replay's printing).
+    if s.is_ascii() && !s.bytes().any(|b| b.is_ascii_control()) {
+        return s.to_owned();
+    }
+    one_line_each(s)
+}
+
+/// `one_line` character by character.
+fn one_line_each(s: &str) -> String {
     let flat = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -325,6 +335,21 @@ fn json<T: Serialize>(v: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // A failing case is printed, not written beside the code.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::with_cases(512)
+        })]
+        #[test]
+        fn one_line_copies_plain_text_as_the_character_walk_makes_it(
+            s in "[ -~\t\n\r\u{7f}\u{85}\u{200b}é]{0,40}",
+        ) {
+            prop_assert_eq!(one_line(&s), one_line_each(&s));
+        }
+    }
 
     fn change() -> (Change, Alert) {
         let a = Alert {
