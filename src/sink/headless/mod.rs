@@ -8,8 +8,8 @@
 pub mod hook;
 pub mod line;
 
-use std::io::Write;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::io::{BufWriter, Stdout, Write};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use crate::common::error::Error;
@@ -71,8 +71,10 @@ pub fn run(opts: Headless, mut mon: Monitor, inbox: &Receiver<Msg>) -> Result<()
         next_status: None,
         now: 0.0,
         open: true,
+        out: BufWriter::new(std::io::stdout()),
     };
     let result = sink.main_loop(&mut mon, inbox);
+    sink.flush();
     if let Some(h) = sink.hooks.take() {
         h.finish();
     }
@@ -80,6 +82,7 @@ pub fn run(opts: Headless, mut mon: Monitor, inbox: &Receiver<Msg>) -> Result<()
     mon.finish();
     if sink.open {
         sink.emit_summary(&mon, &reason);
+        sink.flush();
     }
     if let Some(m) = &mut sink.opts.metrics {
         m.flush(&mon);
@@ -106,6 +109,8 @@ struct Sink {
     now: f64,
     /// False once stdout is closed: nothing more is printed.
     open: bool,
+    /// Lines printed and not yet written: they go out before the loop waits for input.
+    out: BufWriter<Stdout>,
 }
 
 #[derive(Clone, Copy)]
@@ -126,7 +131,18 @@ impl Sink {
             } else {
                 WAKE
             };
-            match inbox.recv_timeout(wait) {
+            let next = match inbox.try_recv() {
+                Ok(msg) => Ok(msg),
+                Err(TryRecvError::Empty) => {
+                    // Lines wait while messages are queued: a burst of changes (a replay at
+                    // full speed, a history read) is one write, not one a line, and every
+                    // line is out before the loop waits.
+                    self.flush();
+                    inbox.recv_timeout(wait)
+                }
+                Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            };
+            match next {
                 Ok(msg) => {
                     // Quiet means no log line: the sampler's readings come every second.
                     if matches!(msg, Msg::Line { .. } | Msg::Lines(_)) {
@@ -331,17 +347,20 @@ impl Sink {
         self.print(&text);
     }
 
-    /// One line to stdout; a closed pipe ends the printing quietly.
+    /// One line for stdout; a closed pipe ends the printing quietly.
     fn print(&mut self, text: &str) {
         if !self.open {
             return;
         }
-        let mut out = std::io::stdout().lock();
-        let ok = out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
+        let ok = (self.out.write_all(text.as_bytes())).and_then(|()| self.out.write_all(b"\n"));
         if ok.is_err() {
+            self.open = false;
+        }
+    }
+
+    /// Writes out the lines printed so far.
+    fn flush(&mut self) {
+        if self.open && self.out.flush().is_err() {
             self.open = false;
         }
     }
