@@ -126,19 +126,47 @@ impl Backlog {
         }
         *n += 1;
         drop(n);
-        lines.held = Held(Some(Arc::clone(&self.0)));
+        lines.held = Held(OnlySent(Some(Arc::clone(&self.0))));
         inbox.send(Msg::Lines(Box::new(lines))).is_ok()
+    }
+}
+
+/// What only the message sent holds (its place in the inbox, the way back to its reader): a
+/// copy holds none of it, and it takes no part in comparing or showing messages.
+pub struct OnlySent<T>(Option<T>);
+
+impl<T> Default for OnlySent<T> {
+    fn default() -> Self {
+        OnlySent(None)
+    }
+}
+
+impl<T> Clone for OnlySent<T> {
+    fn clone(&self) -> Self {
+        OnlySent(None)
+    }
+}
+
+impl<T> PartialEq for OnlySent<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> std::fmt::Debug for OnlySent<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "sent" } else { "copy" })
     }
 }
 
 /// A `Lines`' place in its inbox's allowance: whoever drops it (the monitor, or the inbox
 /// when nobody reads it any more) frees the place.
-#[derive(Default)]
-pub struct Held(Option<Arc<(Mutex<usize>, Condvar)>>);
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Held(OnlySent<Arc<(Mutex<usize>, Condvar)>>);
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some(place) = self.0.take() {
+        if let Some(place) = self.0.0.take() {
             let (count, freed) = &*place;
             let mut n = count.lock().unwrap_or_else(PoisonError::into_inner);
             *n = n.saturating_sub(1);
@@ -147,60 +175,22 @@ impl Drop for Held {
     }
 }
 
-/// A copy holds no place: only the message sent does.
-impl Clone for Held {
-    fn clone(&self) -> Self {
-        Held(None)
-    }
-}
-
-impl PartialEq for Held {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Held" } else { "Free" })
-    }
-}
-
 /// The bulk reader that made a `Lines`, for the boxes of its step records (`StepBoxes`): the
 /// monitor sends them back once the model has read them, from whatever thread it runs on.
-#[derive(Default)]
-pub struct Home(Option<Sender<StepBoxes>>);
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Home(OnlySent<Sender<StepBoxes>>);
 
 impl Home {
     pub fn to(reader: &Sender<StepBoxes>) -> Home {
-        Home(Some(reader.clone()))
+        Home(OnlySent(Some(reader.clone())))
     }
 
     /// Sends `boxes` back; when the reader is gone (the history read, the file done), they
     /// are dropped here.
     pub fn send(&self, boxes: StepBoxes) {
-        if let Some(reader) = &self.0 {
+        if let Some(reader) = &self.0.0 {
             let _ = reader.send(boxes);
         }
-    }
-}
-
-/// A copy has no home: its records are its own.
-impl Clone for Home {
-    fn clone(&self) -> Self {
-        Home(None)
-    }
-}
-
-impl PartialEq for Home {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for Home {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Home" } else { "None" })
     }
 }
 
