@@ -344,8 +344,8 @@ impl ConfigFact {
 pub enum Record {
     /// Boxed: a step record is three times the size of any other, and every record moves
     /// several times between the parser and the model; a block's records take a third of the
-    /// memory. In bulk reading the boxes go round (`StepBoxes`), so that no step line costs
-    /// an allocation (README, Performance).
+    /// memory. In bulk reading the boxes go round (`StepBoxes`): a step line the shape memo
+    /// reads costs no allocation (README, Performance).
     Step(Box<StepRecord>),
     Stage(StageRecord),
     /// A timing block's total line (`Total : 3610.53ms`, `总计`, `step time`): the model reads

@@ -13,6 +13,11 @@
 //! gives, because parsing depends on nothing but the line and the context. Lines that arrive
 //! one by one (live following) take `Feed::message`, the same steps for one line (a test
 //! checks both ways give the same).
+//!
+//! The boxes of the step records come back: each `Lines` carries its way home, the monitor
+//! sends back the boxes the model has read, and the next block takes them to its parser,
+//! which fills them for its lines (`StepBoxes`). A box freed on the other thread was a tenth
+//! of the monitor thread's work.
 
 use std::collections::HashMap;
 use std::io;
@@ -108,8 +113,8 @@ pub struct Ingest {
     pool: Option<Pool>,
     block: Block,
     block_bytes: usize,
-    /// Where the monitor sends the step records' boxes of the blocks it has read (from
-    /// another thread, in a replay or the live history), and the boxes come back.
+    /// The way back for the boxes of the step records the monitor has read (each `Lines`
+    /// carries it), from whichever thread the monitor runs on, and where they arrive.
     home: Sender<StepBoxes>,
     returned: Receiver<StepBoxes>,
 }

@@ -352,7 +352,10 @@ impl Sink {
         if !self.open {
             return;
         }
-        let ok = (self.out.write_all(text.as_bytes())).and_then(|()| self.out.write_all(b"\n"));
+        let ok = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.write_all(b"\n"));
         if ok.is_err() {
             self.open = false;
         }
