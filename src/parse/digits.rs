@@ -14,15 +14,16 @@ use super::trace::{Kind, Val};
 /// How a place's digits are laid out, taken from the text the shape was learned from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Digits {
-    /// Nothing but 1 to 19 digits, read as an integer.
-    Integer,
-    /// An optional `-`, then 1 to 15 digits with a point at `point` (counted after the sign)
-    /// or none, read as a float. With so few digits the mantissa and the power of ten are
-    /// exact, so one division gives the correctly rounded value (`num::scaled`), as
-    /// `num::decimal` and `str::parse` give it.
+    /// Nothing but `len` digits, 1 to 19, read as an integer.
+    Integer { len: usize },
+    /// An optional `-`, then `len` bytes: 1 to 15 digits with a point at `point` (counted
+    /// after the sign) or none, read as a float. With so few digits the mantissa and the
+    /// power of ten are exact, so one division gives the correctly rounded value
+    /// (`num::scaled`), as `num::decimal` and `str::parse` give it.
     Decimal {
         negative: bool,
         point: Option<usize>,
+        len: usize,
     },
     /// Anything else: read as the parser reads it.
     Other,
@@ -34,7 +35,9 @@ impl Digits {
         let b = text.as_bytes();
         let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
         match kind {
-            Kind::Integer if (1..=19).contains(&b.len()) && digits(b) => Digits::Integer,
+            Kind::Integer if (1..=19).contains(&b.len()) && digits(b) => {
+                Digits::Integer { len: b.len() }
+            }
             Kind::Decimal | Kind::Float => {
                 let (negative, body) = match b.split_first() {
                     Some((b'-', rest)) => (true, rest),
@@ -47,7 +50,11 @@ impl Digits {
                 };
                 let count = whole.len() + fraction.len();
                 if (1..=15).contains(&count) && digits(whole) && digits(fraction) {
-                    Digits::Decimal { negative, point }
+                    Digits::Decimal {
+                        negative,
+                        point,
+                        len: body.len(),
+                    }
                 } else {
                     Digits::Other
                 }
@@ -58,25 +65,30 @@ impl Digits {
 
     /// The place's value, or None when `text` does not fit this layout (then the parser's
     /// own reading applies). A place's text is as long as the one the layout was taken from;
-    /// a longer one is refused before a sum could overflow.
+    /// one of another length does not fit (a longer one could overflow the sum, an empty one
+    /// would read as 0 where the parser reads nothing).
     pub(super) fn read(self, text: &str) -> Option<Val> {
         match self {
-            Digits::Integer if text.len() > 19 => None,
-            Digits::Integer => {
+            Digits::Integer { len } if text.len() != len => None,
+            Digits::Integer { .. } => {
                 let mut n = 0u64;
                 for &c in text.as_bytes() {
                     n = n * 10 + u64::from(digit(c)?);
                 }
                 Some(Val::U(n))
             }
-            Digits::Decimal { negative, point } => {
+            Digits::Decimal {
+                negative,
+                point,
+                len,
+            } => {
                 let b = text.as_bytes();
                 let body = match (negative, b.split_first()) {
                     (true, Some((b'-', rest))) => rest,
                     (false, _) => b,
                     (true, _) => return None,
                 };
-                if body.len() > 15 + usize::from(point.is_some()) {
+                if body.len() != len {
                     return None;
                 }
                 let mut m = 0u64;
@@ -89,7 +101,7 @@ impl Digits {
                         m = m * 10 + u64::from(digit(c)?);
                     }
                 }
-                // A text too short to reach the point does not fit.
+                // The layout's point is within its length.
                 let fraction = match point {
                     Some(p) => body.len().checked_sub(p + 1)?,
                     None => 0,
@@ -124,12 +136,16 @@ mod tests {
 
     #[test]
     fn plain_numbers_are_laid_out_and_the_rest_is_left_to_the_parser() {
-        assert_eq!(Digits::of(Kind::Integer, "1200"), Digits::Integer);
+        assert_eq!(
+            Digits::of(Kind::Integer, "1200"),
+            Digits::Integer { len: 4 }
+        );
         assert_eq!(
             Digits::of(Kind::Decimal, "-0.5"),
             Digits::Decimal {
                 negative: true,
-                point: Some(1)
+                point: Some(1),
+                len: 3
             }
         );
         for (kind, text) in [
@@ -148,6 +164,13 @@ mod tests {
         assert!(same(d.read("7.05"), Some(Val::F(7.05))));
         assert!(d.read("7,05").is_none());
         assert!(d.read("-7.0").is_none());
+        // Another length, down to no digit at all (the parser reads no number there).
+        assert!(d.read("17.05").is_none());
+        let negative = Digits::of(Kind::Decimal, "-0");
+        let integer = Digits::of(Kind::Integer, "7");
+        for (layout, text) in [(negative, "-"), (d, "."), (integer, ""), (integer, "77")] {
+            assert!(layout.read(text).is_none(), "{layout:?} {text:?}");
+        }
     }
 
     proptest! {
