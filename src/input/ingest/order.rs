@@ -48,14 +48,17 @@ impl Order {
         let slack = (self.last / 100).max(2);
         let back = step.saturating_add(slack) < self.last;
         let near = |at: u64| step.abs_diff(at) <= slack;
-        // A run starting afresh logs one of its first steps first.
-        let restart = step <= 10
-            || near(first)
-            || self.checkpoints.iter().flatten().any(|&c| near(c))
-            || s.epoch.is_some_and(|e| Some(e) != self.epoch)
-            || s.total.is_some_and(|t| Some(t) != self.total)
-            || self.doubt.is_some_and(|d| step >= d);
-        if back && !restart {
+        // A run starting afresh logs one of its first steps first. Asked only of a step that
+        // goes back: nearly every step goes on.
+        let restart = || {
+            step <= 10
+                || near(first)
+                || self.checkpoints.iter().flatten().any(|&c| near(c))
+                || s.epoch.is_some_and(|e| Some(e) != self.epoch)
+                || s.total.is_some_and(|t| Some(t) != self.total)
+                || self.doubt.is_some_and(|d| step >= d)
+        };
+        if back && !restart() {
             self.doubt = Some(step);
             return false;
         }
