@@ -420,8 +420,13 @@ impl StepBoxes {
         }
     }
 
-    /// Keeps `other`'s boxes too, up to `KEPT`.
-    pub fn append(&mut self, other: StepBoxes) {
+    /// Keeps `other`'s boxes too, up to `KEPT`. The longer list stays as it is and takes the
+    /// other's: a block's boxes reach an empty pool (the reader's next block, a parser that
+    /// used up its own) without being copied from list to list.
+    pub fn append(&mut self, mut other: StepBoxes) {
+        if other.0.len() > self.0.len() {
+            std::mem::swap(&mut self.0, &mut other.0);
+        }
         let room = Self::KEPT.saturating_sub(self.0.len());
         self.0.extend(other.0.into_iter().take(room));
     }
@@ -476,5 +481,10 @@ mod tests {
         more.give(Box::default());
         boxes.append(more);
         assert_eq!(boxes.kept(), StepBoxes::KEPT);
+        // The other way round: the full list taken whole, the short one's box left out.
+        let mut few = StepBoxes::default();
+        few.give(Box::default());
+        few.append(boxes);
+        assert_eq!(few.kept(), StepBoxes::KEPT);
     }
 }
