@@ -266,49 +266,14 @@ fn push(
     });
 }
 
-/// The next `left` records of a parsed block's: one line's, seen whole by the feed's judge
-/// before they are taken. Whatever is not taken is skipped when it is dropped, so the next
-/// line starts at its own records.
-struct LineRecords<'a> {
-    rest: &'a mut std::vec::IntoIter<Record>,
-    left: usize,
-}
-
-impl Iterator for LineRecords<'_> {
-    type Item = Record;
-
-    fn next(&mut self) -> Option<Record> {
-        self.left = self.left.checked_sub(1)?;
-        self.rest.next()
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl ExactSizeIterator for LineRecords<'_> {}
-
-impl AsRef<[Record]> for LineRecords<'_> {
-    fn as_ref(&self) -> &[Record] {
-        &self.rest.as_slice()[..self.left]
-    }
-}
-
-impl Drop for LineRecords<'_> {
-    fn drop(&mut self) {
-        self.for_each(drop);
-    }
-}
-
-/// A block parsed from the context `start`: per line its info, how many records it gave, and
-/// the context after it; and the shape of each line nothing read (by its place in the block),
-/// made here rather than on the monitor's thread.
+/// A block parsed from the context `start`: per line its head (info, records, place; its
+/// stamp is the feed's to give) and the context after it; every line's records in order;
+/// and the shape of each line nothing read (by its place in the block), made here rather
+/// than on the monitor's thread.
 struct Parsed {
     start: Context,
     block: Block,
-    infos: Vec<LineInfo>,
-    counts: Vec<u32>,
+    heads: Vec<LineHead>,
     records: Vec<Record>,
     after: Vec<Context>,
     shapes: Vec<(usize, Arc<str>)>,
@@ -345,22 +310,26 @@ fn parse_block(parser: &mut Parser, names: &mut ShapeNames, block: Block) -> Par
     let n = block.lines.len();
     let mut parsed = Parsed {
         start: parser.context(),
-        infos: Vec::with_capacity(n),
-        counts: Vec::with_capacity(n),
+        heads: Vec::with_capacity(n),
         records: Vec::with_capacity(n),
         after: Vec::with_capacity(n),
         block: Block::default(),
         shapes: Vec::new(),
     };
-    for i in 0..n {
+    for (i, &(_, start, end)) in block.lines.iter().enumerate() {
         let before = parsed.records.len();
         let info = parser.parse(block.raw(i), &mut parsed.records);
         let count = parsed.records.len() - before;
         if read_nothing(&info, count) {
             parsed.shapes.push((i, names.of(parser, block.raw(i))));
         }
-        parsed.infos.push(info);
-        parsed.counts.push(u32::try_from(count).unwrap_or(u32::MAX));
+        parsed.heads.push(LineHead {
+            stamp: Stamp::default(),
+            info,
+            records: u32::try_from(count).unwrap_or(u32::MAX),
+            start,
+            end,
+        });
         parsed.after.push(parser.context());
     }
     parsed.block = block;
@@ -450,51 +419,79 @@ impl Drop for Pool {
 }
 
 /// A parsed block through the feed, parsing its first lines again while the real context
-/// differs from the one the thread started from. The boxes of its step records come back to
-/// `home`.
+/// differs from the one the thread started from. The thread's heads and records become the
+/// `Lines` where they lie: the feed stamps each head and judges each record in place, and
+/// only the records it drops (and those of lines parsed again) move. The boxes of its step
+/// records come back to `home`.
 fn apply(parsed: Parsed, feed: &mut Feed, home: &Sender<StepBoxes>) -> Lines {
     let Parsed {
         start,
         block,
-        infos,
-        counts,
-        records,
+        mut heads,
+        mut records,
         after,
         shapes,
     } = parsed;
-    let mut out = Lines {
-        heads: Vec::with_capacity(infos.len()),
-        records: Vec::with_capacity(records.len()),
-        home: Home::to(home),
-        ..Lines::default()
-    };
+    // The lines parsed again, their records, and the thread's records they replace.
+    let (mut first, mut again, mut replaced) = (0, Vec::new(), 0);
     let mut converged = feed.parser().context() == start;
-    let mut records = records.into_iter();
-    let mut shapes = shapes.into_iter().peekable();
-    for (i, info) in infos.into_iter().enumerate() {
-        let line = LineRecords {
-            rest: &mut records,
-            left: counts[i] as usize,
-        };
-        let shape = shapes.next_if(|(at, _)| *at == i).map(|(_, s)| s);
-        if converged {
-            push(&mut out, &block, i, |line_no, raw, sink| {
-                feed.pass(line_no, raw, info, line, None, shape.as_deref(), sink)
-            });
-            continue;
-        }
-        drop(line);
-        push(&mut out, &block, i, |line_no, raw, sink| {
-            feed.line(line_no, raw, None, sink)
+    while !converged && first < heads.len() {
+        let head = &mut heads[first];
+        replaced += head.records as usize;
+        let before = again.len();
+        let (info, stamp) = feed.line(block.lines[first].0, block.raw(first), None, &mut |_, r| {
+            again.push(r)
         });
-        converged = feed.parser().context() == after[i];
+        *head = LineHead {
+            stamp,
+            info,
+            records: u32::try_from(again.len() - before).unwrap_or(u32::MAX),
+            ..*head
+        };
+        converged = feed.parser().context() == after[first];
+        first += 1;
+    }
+    let mut shapes = shapes.into_iter().filter(|(at, _)| *at >= first).peekable();
+    let mut dropped = Vec::new();
+    let mut at = replaced;
+    for (i, head) in heads.iter_mut().enumerate().skip(first) {
+        let n = head.records as usize;
+        let shape = shapes.next_if(|(s, _)| *s == i).map(|(_, s)| s);
+        let before = dropped.len();
+        head.stamp = feed.pass_in_place(
+            block.lines[i].0,
+            block.raw(i),
+            &mut head.info,
+            &mut records[at..at + n],
+            (at, &mut dropped),
+            shape.as_deref(),
+        );
+        head.records -= u32::try_from(dropped.len() - before).unwrap_or(u32::MAX);
+        at += n;
+    }
+    if !dropped.is_empty() {
+        let mut place = 0;
+        let mut dropped = dropped.into_iter().peekable();
+        records.retain(|_| {
+            let keep = dropped.next_if_eq(&place).is_none();
+            place += 1;
+            keep
+        });
+    }
+    if replaced > 0 || !again.is_empty() {
+        records.splice(..replaced, again);
     }
     if converged && let Some(ctx) = after.last() {
         feed.parser().set_context(*ctx);
     }
-    out.text = block.bytes;
-    out.bytes = block.input;
-    out
+    Lines {
+        heads,
+        records,
+        text: block.bytes,
+        bytes: block.input,
+        home: Home::to(home),
+        ..Lines::default()
+    }
 }
 
 fn lost() -> io::Error {

@@ -88,33 +88,42 @@ impl Feed {
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        let passed = self.pass(line_no, raw, info, out.drain(..), arrival, None, sink);
+        let passed = self.pass(line_no, raw, info, out.drain(..), arrival, sink);
         self.scratch = out;
         passed
     }
 
-    /// A line already parsed (as `info` and `records`, on a bulk reader's thread) the rest of
-    /// its way: judged (may its figures be true?), stamped, counted, and its records handed to
-    /// `sink` in order, or dropped whole with `info` saying why. `shape` is the line's
-    /// `unparsed_shape` when the reader's thread made it already.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one line's parts, each used once"
-    )]
-    pub(super) fn pass(
+    /// A line already parsed (as `info` and `records`) the rest of its way: judged (may its
+    /// figures be true?), stamped, counted, and its records handed to `sink` in order, or
+    /// dropped whole with `info` saying why.
+    fn pass(
         &mut self,
         line_no: u64,
         raw: &[u8],
         mut info: LineInfo,
         records: impl ExactSizeIterator<Item = Record> + AsRef<[Record]>,
         arrival: Option<f64>,
-        shape: Option<&str>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
         let refused = self.admit(&info, records.as_ref());
-        let stamp = self.deliver(
-            line_no, raw, shape, &mut info, refused, records, arrival, sink,
+        let stamp = self.open(
+            line_no,
+            raw,
+            None,
+            &mut info,
+            refused,
+            records.len(),
+            arrival,
         );
+        if refused.is_some() {
+            records.for_each(drop);
+            return (info, stamp);
+        }
+        for mut rec in records {
+            if self.carry(&stamp, &mut rec) {
+                sink(&stamp, rec);
+            }
+        }
         (info, stamp)
     }
 
@@ -162,7 +171,6 @@ impl Feed {
             info,
             records.into_iter(),
             arrival,
-            None,
             sink,
         )
     }
@@ -198,35 +206,55 @@ impl Feed {
         info.rank.or(self.file_rank).unwrap_or(0)
     }
 
-    /// Counts, stamps and hands on the records parsed from line `line_no` (`raw`), in their
-    /// order, as `admit` judged them (`refused`): a line whose figures cannot be true is
-    /// counted and dropped whole, and `info` says why, crediting no format with it. A line
-    /// nothing read is counted under `shape`, or the shape made of it here.
+    /// A line parsed on a bulk reader's thread the rest of its way where its records lie
+    /// (`pass`, without moving them): the records that do not go on are added to `dropped`
+    /// as their places in `records` plus `at`. Returns the line's stamp.
+    pub(super) fn pass_in_place(
+        &mut self,
+        line_no: u64,
+        raw: &[u8],
+        info: &mut LineInfo,
+        records: &mut [Record],
+        (at, dropped): (usize, &mut Vec<usize>),
+        shape: Option<&str>,
+    ) -> Stamp {
+        let refused = self.admit(info, records);
+        let stamp = self.open(line_no, raw, shape, info, refused, records.len(), None);
+        for (i, rec) in records.iter_mut().enumerate() {
+            if refused.is_some() || !self.carry(&stamp, rec) {
+                dropped.push(at + i);
+            }
+        }
+        stamp
+    }
+
+    /// Stamps and counts a line of `records` records as `admit` judged it (`refused`): a
+    /// line whose figures cannot be true is counted as rejected, and `info` says why,
+    /// crediting no format with it. A line nothing read is counted under `shape`, or the
+    /// shape made of it here.
     #[expect(
         clippy::too_many_arguments,
         reason = "one line's parts, each used once"
     )]
-    fn deliver(
+    fn open(
         &mut self,
         line_no: u64,
         raw: &[u8],
         shape: Option<&str>,
         info: &mut LineInfo,
         refused: Option<&'static str>,
-        records: impl ExactSizeIterator<Item = Record>,
+        records: usize,
         arrival: Option<f64>,
-        sink: &mut dyn FnMut(&Stamp, Record),
     ) -> Stamp {
         let stamp = self.stamp(info, line_no, arrival);
         info.rejected = refused;
         if let Some(what) = refused {
             self.stats.reject(line_no, what, raw);
-            records.for_each(drop);
             info.format = None;
             info.glued = None;
             return stamp;
         }
-        if self.stats.count(line_no, info, records.len()) {
+        if self.stats.count(line_no, info, records) {
             let mut buf = String::new();
             match shape {
                 Some(key) => self
@@ -235,24 +263,30 @@ impl Feed {
                 None => self.unparsed_shapes.add(line_no, clean(raw, &mut buf)),
             }
         }
-        for rec in records {
-            let rec = match rec {
-                // A step line beside the metric files still says how many steps the run takes.
-                Record::Step(s) if !self.steps => match s.total {
-                    Some(t) if s.counter.is_global() => Record::Config(ConfigFact::TotalSteps(t)),
-                    _ => continue,
-                },
-                rec => rec,
-            };
-            if !stamp.real_time
-                && let Record::Step(s) = &rec
-                && let Some(ms) = s.step_time_ms
-            {
-                self.synthetic += ms / 1000.0;
-            }
-            sink(&stamp, rec);
-        }
         stamp
+    }
+
+    /// A record of a line that goes on, made what the model reads (a step beside the metric
+    /// files becomes the run's length): false when it is dropped instead.
+    fn carry(&mut self, stamp: &Stamp, rec: &mut Record) -> bool {
+        if !self.steps
+            && let Record::Step(s) = rec
+        {
+            // A step line beside the metric files still says how many steps the run takes.
+            match s.total {
+                Some(t) if s.counter.is_global() => {
+                    *rec = Record::Config(ConfigFact::TotalSteps(t));
+                }
+                _ => return false,
+            }
+        }
+        if !stamp.real_time
+            && let Record::Step(s) = rec
+            && let Some(ms) = s.step_time_ms
+        {
+            self.synthetic += ms / 1000.0;
+        }
+        true
     }
 
     fn order(&mut self, rank: u32) -> &mut Order {
