@@ -160,8 +160,12 @@ impl Diagnosis {
     /// A new run began (its file's step count went back) at `step`, `time`: the alerts of the
     /// last run clear, and the rules start over as at the start of a log (warm-up, sustain).
     pub fn new_run(&mut self, step: Option<u64>, time: f64) {
+        // A log that restarts often starts thousands of runs: only the rules with an alert
+        // have one to clear.
         for i in 0..RULES.len() {
-            self.clear(i, None, step, time);
+            if self.states[i].active.is_some() {
+                self.clear(i, None, step, time);
+            }
         }
         self.states.fill_with(RuleState::default);
         self.busy = 0;
@@ -848,6 +852,37 @@ mod tests {
             a[0].evidence
         );
         assert_eq!(a[0].gain, Some(0.4));
+    }
+
+    #[test]
+    fn a_new_run_clears_the_last_runs_active_alerts_and_no_other() {
+        let mut r = Run::new();
+        // One alert raised and cleared, then another raised and still active.
+        for _ in 0..40 {
+            r.step(30.0);
+        }
+        for _ in 0..60 {
+            r.step(0.5);
+        }
+        r.event(EventKind::CudaOom);
+        let active: Vec<&str> = r.d.active().map(|a| a.rule).collect();
+        assert_eq!(active, ["crash_event"]);
+        let changes = r.d.changes.len();
+        r.d.new_run(Some(1), 99.0);
+        assert_eq!(r.d.active().count(), 0);
+        let crash = r.alerts("crash_event");
+        assert_eq!(crash[0].cleared_step, Some(1));
+        assert_eq!(crash[0].cleared_time, Some(99.0));
+        // One change: the crash cleared; the alert already cleared is left as it was.
+        let since: Vec<(&str, ChangeKind)> =
+            r.d.changes
+                .iter()
+                .skip(changes)
+                .map(|c| (c.rule, c.change))
+                .collect();
+        assert_eq!(since, [("crash_event", ChangeKind::Cleared)]);
+        let data = r.alerts("data_loading_bound");
+        assert!(data[0].cleared_step.is_some_and(|s| s < 100));
     }
 
     #[test]
