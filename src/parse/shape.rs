@@ -1005,14 +1005,17 @@ fn skeleton_with<const SKIP: bool>(raw: &[u8]) -> u64 {
         let under = !((not_under + ONES * 0x7f) | not_under) & ascii;
         let names = alpha | under | (w & HIGH);
         // A digit whose previous byte names it, or is a kept digit, is kept: spread the
-        // run starts along their runs in three doubling steps.
+        // run starts along their runs in three doubling steps. Most words start none (a
+        // number follows a space, `=` or `:`), and skip the spreading.
         let prev_digit = digit << 8 | digit_in;
         let mut kept = digit & ((names << 8 | names_in) | (prev_digit & kept_in));
-        let run2 = digit & (digit << 8);
-        let run4 = run2 & (run2 << 16);
-        kept |= (kept << 8) & digit;
-        kept |= (kept << 16) & run2;
-        kept |= (kept << 32) & run4;
+        if kept != 0 {
+            let run2 = digit & (digit << 8);
+            let run4 = run2 & (run2 << 16);
+            kept |= (kept << 8) & digit;
+            kept |= (kept << 16) & run2;
+            kept |= (kept << 32) & run4;
+        }
         let masked = ((digit & !kept) >> 7) * 0x0f;
         h = h.wrapping_add(mix(position, w & !masked));
         digit_in = digit >> 56;
