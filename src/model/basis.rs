@@ -46,49 +46,68 @@ pub struct Basis {
     timed_data: u64,
 }
 
+/// How a step record's figures would be had, read from it as the line logged it: the model
+/// fills the record in place, and `Basis::note` then counts the ways of the figures it has.
+#[derive(Clone, Copy, Debug)]
+pub struct Ways {
+    step_time: StepTimeFrom,
+    samples: RateFrom,
+    tokens: RateFrom,
+}
+
+impl Ways {
+    pub fn of(logged: &StepRecord) -> Ways {
+        // In the order the model works a step time out (run.rs, `derive`).
+        let step_time = if logged.smoothed == Smoothing::Moving {
+            StepTimeFrom::SmoothedRate
+        } else if logged.smoothed == Smoothing::SinceStart {
+            StepTimeFrom::BarMean
+        } else if logged.avg_step_ms.is_some() && logged.step_time_ms == logged.avg_step_ms {
+            StepTimeFrom::AverageShown
+        } else if logged.step_time_ms.is_some() {
+            StepTimeFrom::Printed
+        } else if logged.iters_per_s.is_some() {
+            StepTimeFrom::Rate
+        } else if logged.elapsed_s.is_some() {
+            StepTimeFrom::RunningTotal
+        } else if logged.avg_step_ms.is_some() {
+            StepTimeFrom::RunningAverage
+        } else if logged.samples_per_s.is_some() {
+            StepTimeFrom::SamplesAndBatch
+        } else {
+            StepTimeFrom::Timestamps
+        };
+        let samples = if logged.samples_per_s.is_some() {
+            RateFrom::Printed
+        } else {
+            RateFrom::Derived
+        };
+        let tokens = if logged.tokens_per_s.is_some() && !logged.tokens_per_device {
+            RateFrom::Printed
+        } else if logged.tokens_per_gpu_s.is_some() || logged.tokens_per_device {
+            RateFrom::PerGpu
+        } else {
+            RateFrom::Derived
+        };
+        Ways {
+            step_time,
+            samples,
+            tokens,
+        }
+    }
+}
+
 impl Basis {
-    /// Notes how the figures of `derived` came from the record `logged`.
-    pub fn note(&mut self, logged: &StepRecord, derived: &StepRecord) {
+    /// Notes how the figures of `derived` came from a record logged as `ways` says.
+    pub fn note(&mut self, ways: Ways, derived: &StepRecord) {
         if derived.step_time_ms.is_some() {
-            // In the order the model works a step time out (run.rs, `derive`).
-            let way = if logged.smoothed == Smoothing::Moving {
-                StepTimeFrom::SmoothedRate
-            } else if logged.smoothed == Smoothing::SinceStart {
-                StepTimeFrom::BarMean
-            } else if logged.avg_step_ms.is_some() && logged.step_time_ms == logged.avg_step_ms {
-                StepTimeFrom::AverageShown
-            } else if logged.step_time_ms.is_some() {
-                StepTimeFrom::Printed
-            } else if logged.iters_per_s.is_some() {
-                StepTimeFrom::Rate
-            } else if logged.elapsed_s.is_some() {
-                StepTimeFrom::RunningTotal
-            } else if logged.avg_step_ms.is_some() {
-                StepTimeFrom::RunningAverage
-            } else if logged.samples_per_s.is_some() {
-                StepTimeFrom::SamplesAndBatch
-            } else {
-                StepTimeFrom::Timestamps
-            };
-            self.step_time[way as usize] += 1;
+            self.step_time[ways.step_time as usize] += 1;
         }
         if derived.samples_per_s.is_some() {
-            let way = if logged.samples_per_s.is_some() {
-                RateFrom::Printed
-            } else {
-                RateFrom::Derived
-            };
-            self.samples[way as usize] += 1;
+            self.samples[ways.samples as usize] += 1;
         }
         if derived.tokens_per_s.is_some() {
-            let way = if logged.tokens_per_s.is_some() && !logged.tokens_per_device {
-                RateFrom::Printed
-            } else if logged.tokens_per_gpu_s.is_some() || logged.tokens_per_device {
-                RateFrom::PerGpu
-            } else {
-                RateFrom::Derived
-            };
-            self.tokens[way as usize] += 1;
+            self.tokens[ways.tokens as usize] += 1;
         }
         if derived.data_time_ms.is_some() {
             self.data += 1;
@@ -249,5 +268,42 @@ impl BasisOut {
             ("tokens/s", &self.tokens_per_s),
             ("data share", &self.data_share),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Model, ModelConfig, Stamp};
+    use crate::parse::record::Record;
+
+    #[test]
+    fn the_ways_are_those_of_the_record_as_logged_not_as_the_model_filled_it() {
+        // A rate alone: the model works out the step time, the samples/s (from the batch
+        // each line states) and nothing else; the basis must say so, though the record the
+        // model keeps has all of them by then.
+        let mut m = Model::new(ModelConfig::default());
+        for step in 1..=5 {
+            let rec = StepRecord {
+                step: Some(step),
+                iters_per_s: Some(4.0),
+                batch_size: Some(32.0),
+                ..StepRecord::default()
+            };
+            let stamp = Stamp {
+                time: step as f64,
+                real_time: true,
+                ..Stamp::default()
+            };
+            m.apply(&stamp, Record::Step(Box::new(rec)));
+        }
+        let out = m.basis.describe(&m.facts, false, false);
+        assert_eq!(out.step_time, "the printed rate (it/s), inverted");
+        assert!(
+            out.samples_per_s
+                .starts_with("steps per second times the batch"),
+            "{}",
+            out.samples_per_s
+        );
     }
 }

@@ -33,7 +33,7 @@ use crate::model::log_lines::{LineKind, LogLines};
 use crate::parse::record::{
     ConfigFact, Counter, EventKind, HostMemRecord, PhaseTimers, Record, StepRecord, SummaryRecord,
 };
-use basis::Basis;
+use basis::{Basis, Ways};
 use batch::Batches;
 use cache::CacheState;
 use counters::{Counted, Counters};
@@ -490,7 +490,7 @@ impl Model {
         self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
         self.real_time |= stamp.real_time;
         match rec {
-            Record::Step(s) => {
+            Record::Step(mut s) => {
                 if self.line_steps == 0 && self.marks > 0 {
                     // Step lines after all: the marks were only standing in for them. What
                     // was measured (step times of whole-step totals) stays.
@@ -502,7 +502,7 @@ impl Model {
                 self.line_steps += 1;
                 self.line_step_times |= s.step_time_ms.is_some() || s.iters_per_s.is_some();
                 self.line_data_times |= s.data_time_ms.is_some();
-                self.step(stamp, &s);
+                self.step(stamp, &mut s);
                 read = Some(s);
             }
             Record::Stage(s) => {
@@ -630,11 +630,11 @@ impl Model {
             return;
         }
         self.marks += 1;
-        let rec = StepRecord {
+        let mut rec = StepRecord {
             step: Some(step),
             ..StepRecord::default()
         };
-        self.step(stamp, &rec);
+        self.step(stamp, &mut rec);
     }
 
     /// Whole-step totals of the blocks just closed, as step times (and their itemised data
@@ -686,8 +686,10 @@ impl Model {
         }
     }
 
-    fn step(&mut self, stamp: &Stamp, s: &StepRecord) {
-        if s.step.is_some() {
+    /// A step record into the rank's and the merged figures; the record is filled in
+    /// where it lies with what its rank's history gives (`RankState::fill`).
+    fn step(&mut self, stamp: &Stamp, d: &mut StepRecord) {
+        if d.step.is_some() {
             self.run_lines = Some(match self.run_lines {
                 Some((source, first, _)) if source == stamp.source => (source, first, stamp.line),
                 _ => (stamp.source, stamp.line, stamp.line),
@@ -699,8 +701,9 @@ impl Model {
             .ranks
             .entry(stamp.rank)
             .or_insert_with(|| self.spare_ranks.take(window));
-        let mut d = rank.derive(s, stamp.time, stamp.real_time, &sizes);
-        self.basis.note(s, &d);
+        let ways = Ways::of(d);
+        rank.fill(d, stamp.time, stamp.real_time, &sizes);
+        self.basis.note(ways, d);
         if d.total.is_none() && d.step.is_some() {
             d.total = self.facts.total_steps;
         }
@@ -720,8 +723,8 @@ impl Model {
             || recent.last_n(20).map(|s| s.p50),
             self.hardware.latest().map(|s| s.time),
         );
-        rank.push(&d, stamp.time);
-        self.merged.push(&d, stamp.time);
+        rank.push(d, stamp.time);
+        self.merged.push(d, stamp.time);
         if let Some(b) = d.batch_size.or(self.facts.batch_size.map(f64::from)) {
             let it = d
                 .iters_per_s

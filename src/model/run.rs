@@ -317,7 +317,14 @@ impl RankState {
         sizes: &Sizes,
     ) -> StepRecord {
         let mut d = rec.clone();
-        let batch = rec.batch_size.or(sizes.batch);
+        self.fill(&mut d, t, real_time, sizes);
+        d
+    }
+
+    /// `derive` in place: the record as logged becomes the record as derived (the model's
+    /// steps, whose boxes go back to the parser once read, take no copy).
+    pub fn fill(&mut self, d: &mut StepRecord, t: f64, real_time: bool, sizes: &Sizes) {
+        let batch = d.batch_size.or(sizes.batch);
         if d.step_time_ms.is_none() {
             d.step_time_ms = d.iters_per_s.filter(|r| *r > 0.0).map(|r| 1000.0 / r);
         }
@@ -397,7 +404,6 @@ impl RankState {
             // A new epoch restarts in-epoch positions: the next delta would be negative.
             self.last_stamp = Some((t, step));
         }
-        d
     }
 
     /// Records an already derived step.
