@@ -63,16 +63,16 @@ impl Digits {
         }
     }
 
-    /// The place's value, or None when `text` does not fit this layout (then the parser's
+    /// The place's value, or None when `text` (its bytes) does not fit this layout (then the parser's
     /// own reading applies). A place's text is as long as the one the layout was taken from;
     /// one of another length does not fit (a longer one could overflow the sum, an empty one
     /// would read as 0 where the parser reads nothing).
-    pub(super) fn read(self, text: &str) -> Option<Val> {
+    pub(super) fn read(self, text: &[u8]) -> Option<Val> {
         match self {
             Digits::Integer { len } if text.len() != len => None,
             Digits::Integer { .. } => {
                 let mut n = 0u64;
-                for &c in text.as_bytes() {
+                for &c in text {
                     n = n * 10 + u64::from(digit(c)?);
                 }
                 Some(Val::U(n))
@@ -82,10 +82,9 @@ impl Digits {
                 point,
                 len,
             } => {
-                let b = text.as_bytes();
-                let body = match (negative, b.split_first()) {
+                let body = match (negative, text.split_first()) {
                     (true, Some((b'-', rest))) => rest,
-                    (false, _) => b,
+                    (false, _) => text,
                     (true, _) => return None,
                 };
                 if body.len() != len {
@@ -161,15 +160,18 @@ mod tests {
             assert_eq!(Digits::of(kind, text), Digits::Other, "{text}");
         }
         let d = Digits::of(Kind::Decimal, "2.34");
-        assert!(same(d.read("7.05"), Some(Val::F(7.05))));
-        assert!(d.read("7,05").is_none());
-        assert!(d.read("-7.0").is_none());
+        assert!(same(d.read(b"7.05"), Some(Val::F(7.05))));
+        assert!(d.read(b"7,05").is_none());
+        assert!(d.read(b"-7.0").is_none());
         // Another length, down to no digit at all (the parser reads no number there).
-        assert!(d.read("17.05").is_none());
+        assert!(d.read(b"17.05").is_none());
         let negative = Digits::of(Kind::Decimal, "-0");
         let integer = Digits::of(Kind::Integer, "7");
         for (layout, text) in [(negative, "-"), (d, "."), (integer, ""), (integer, "77")] {
-            assert!(layout.read(text).is_none(), "{layout:?} {text:?}");
+            assert!(
+                layout.read(text.as_bytes()).is_none(),
+                "{layout:?} {text:?}"
+            );
         }
     }
 
@@ -204,7 +206,7 @@ mod tests {
                 }
                 let line = String::from_utf8(line).unwrap();
                 for text in [template.as_str(), line.as_str(), other.as_str()] {
-                    if let Some(v) = layout.read(text) {
+                    if let Some(v) = layout.read(text.as_bytes()) {
                         prop_assert!(
                             same(Some(v), read_as(kind, text)),
                             "{:?} {:?} read {:?}: {:?}, the parser {:?}",
@@ -213,7 +215,7 @@ mod tests {
                     }
                 }
                 if layout != Digits::Other {
-                    prop_assert!(layout.read(&template).is_some(), "{:?}", template);
+                    prop_assert!(layout.read(template.as_bytes()).is_some(), "{:?}", template);
                 }
             }
         }

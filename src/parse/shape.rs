@@ -217,13 +217,18 @@ impl Compiled {
         }
     }
 
-    /// Reads every place of `text` into `into`, in `places` order.
+    /// Reads every place of `text` into `into`, in `places` order. A place laid out in
+    /// digits is read from its bytes; only one that does not fit is made a `str` (whose
+    /// character bounds are checked) for the parser's reading.
     fn read(&self, text: &str, into: &mut Scratch) {
+        let bytes = text.as_bytes();
         into.0.clear();
         into.0
             .extend(self.places.iter().zip(&self.digits).map(|(p, digits)| {
-                let s = text.get(p.at..p.at + p.len)?;
-                digits.read(s).or_else(|| read_as(p.kind, s))
+                let span = p.at..p.at + p.len;
+                digits
+                    .read(bytes.get(span.clone())?)
+                    .or_else(|| read_as(p.kind, text.get(span)?))
             }));
     }
 
