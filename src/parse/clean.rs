@@ -157,10 +157,16 @@ fn is_control(b: u8) -> bool {
 
 /// Removes ANSI/VT escape sequences (CSI, OSC, DCS and two-byte escapes), C1 controls and every
 /// other control character but tab. Backspace is dropped, as a terminal would have overdrawn.
-/// Text between control characters is copied in runs. `SKIP` passes over 16 bytes at a time
-/// while none of them can start a control (without it, byte by byte: the reference a test
-/// compares against).
+/// Text between control characters is copied in runs (`kept_runs`).
 fn strip_into<const SKIP: bool>(text: &str, out: &mut String) {
+    kept_runs::<SKIP>(text, &mut |from, to| out.push_str(&text[from..to]));
+}
+
+/// The runs of `text` that `strip_into` keeps, in order, as byte ranges (`keep(from, to)`,
+/// on character bounds; some empty). `SKIP` passes over 16 bytes at a time while none of
+/// them can start a control (without it, byte by byte: the reference a test compares
+/// against).
+fn kept_runs<const SKIP: bool>(text: &str, keep: &mut impl FnMut(usize, usize)) {
     const STRIDE: usize = 16;
     let b = text.as_bytes();
     let mut i = 0;
@@ -180,7 +186,7 @@ fn strip_into<const SKIP: bool>(text: &str, out: &mut String) {
             i += 1;
             continue;
         }
-        out.push_str(&text[run..i]);
+        keep(run, i);
         i = if c == 0x1b {
             escape_end(text, i)
         } else if c1 {
@@ -190,7 +196,26 @@ fn strip_into<const SKIP: bool>(text: &str, out: &mut String) {
         };
         run = i;
     }
-    out.push_str(&text[run..]);
+    keep(run, b.len());
+}
+
+/// Where the text `clean` makes of `raw` lies in it, when `raw` is valid UTF-8 with nothing
+/// to repair and cleaning only takes bytes out (escape sequences, controls): the byte ranges
+/// kept, in order, none empty. None when the text is made otherwise (a repair, a lossy
+/// decode). An escape sequence ends at the same byte whatever digits it holds (`\x1b[32m`,
+/// `\x1b[31m`), so the lines of one shape keep the same ranges (`shape::TextAt`).
+pub(crate) fn kept_spans(raw: &[u8]) -> Option<Vec<(usize, usize)>> {
+    let text = std::str::from_utf8(raw).ok()?;
+    if repair_mojibake(text).is_some() {
+        return None;
+    }
+    let mut spans = Vec::new();
+    kept_runs::<true>(text, &mut |from, to| {
+        if from < to {
+            spans.push((from, to));
+        }
+    });
+    Some(spans)
 }
 
 /// Where the escape sequence starting at `esc` ends (always on a character boundary).
@@ -271,6 +296,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn kept_spans_give_the_cleaned_text_and_do_not_move_with_the_digits() {
+        let lines: [&[u8]; 6] = [
+            b"\x1b[32m[09/12 14:02:18 d2.utils.events]: \x1b[0m iter: 19  total_loss: 2.207",
+            b"\x1b[31mstep: 14  \x1b[38;2;180;60;0mgrad\x1b[39m\x1b[K",
+            b"epoch 3 \x08\x08 45%|\x1b]0;title 7\x07 12/100",
+            b"a\x1b7b 1\xc2\x9b1m 2",
+            "loss 0.5 \u{1b}[1m前向 12ms\u{1b}[0m".as_bytes(),
+            b"\x1b[3",
+        ];
+        for raw in lines {
+            let spans = kept_spans(raw).expect("spans");
+            let joined: Vec<u8> = spans
+                .iter()
+                .flat_map(|&(a, b)| raw[a..b].to_vec())
+                .collect();
+            assert_eq!(String::from_utf8(joined).unwrap(), cleaned(raw), "{raw:?}");
+            // Other digits, as another line of the shape has them: the same ranges.
+            let other: Vec<u8> = raw
+                .iter()
+                .map(|&c| {
+                    if c.is_ascii_digit() {
+                        b'0' + (c - b'0' + 7) % 10
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            assert_eq!(kept_spans(&other), Some(spans), "{raw:?}");
+        }
+        // A repair or a lossy decode makes its text: no spans.
+        assert_eq!(kept_spans("\u{1b}[0mloss å‰å‘".as_bytes()), None);
+        assert_eq!(kept_spans(b"\x1b[0mloss \xff"), None);
     }
 
     #[test]
