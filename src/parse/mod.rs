@@ -200,13 +200,25 @@ impl Parser {
 
     /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`.
     pub fn parse(&mut self, raw: &[u8], out: &mut Vec<Record>) -> LineInfo {
+        self.parse_known(raw, None, out)
+    }
+
+    /// `parse`, given `raw` as a `str` when the caller knows it already (a block of lines
+    /// checked as UTF-8 at once costs a fraction of checking each line).
+    pub fn parse_known(
+        &mut self,
+        raw: &[u8],
+        utf8: Option<&str>,
+        out: &mut Vec<Record>,
+    ) -> LineInfo {
+        debug_assert!(utf8.is_none_or(|t| t.as_bytes() == raw));
         // A user's regex may tell digits apart (`step [1-4]\d`), which the shape memo
         // cannot see, so their files are always parsed in full.
         if !self.user.is_empty() {
             return self.parse_whole(raw, out);
         }
         let mut shapes = std::mem::take(&mut self.shapes);
-        let info = self.parse_shaped(&mut shapes, raw, out);
+        let info = self.parse_shaped(&mut shapes, raw, utf8, out);
         self.shapes = shapes;
         info
     }
@@ -249,6 +261,7 @@ impl Parser {
         &mut self,
         shapes: &mut shape::Shapes,
         raw: &[u8],
+        utf8: Option<&str>,
         out: &mut Vec<Record>,
     ) -> LineInfo {
         let before = self.ctx;
@@ -257,7 +270,7 @@ impl Parser {
             shape::Lookup::Trusted(program, key) => {
                 let mut buf = std::mem::take(&mut self.buf);
                 let done = program
-                    .text(raw, &mut buf)
+                    .text(raw, utf8, &mut buf)
                     .and_then(|text| program.run(raw, text, &before, out, &mut self.reads));
                 self.buf = buf;
                 if let Some((info, ctx)) = done {

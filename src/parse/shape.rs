@@ -899,12 +899,19 @@ impl Program {
                 .all(|&s| c.value(s, &read.0, before).is_some())
     }
 
-    /// The text the parser would read for `raw`, cleaning it into `buf` when the shape needs
-    /// it; None when it is not laid out as the shape's was.
-    pub(crate) fn text<'a>(&self, raw: &'a [u8], buf: &'a mut String) -> Option<&'a str> {
+    /// The text the parser would read for `raw` (`utf8` when the caller has it as a `str`),
+    /// cleaning it into `buf` when the shape needs it; None when it is not laid out as the
+    /// shape's was.
+    pub(crate) fn text<'a>(
+        &self,
+        raw: &'a [u8],
+        utf8: Option<&'a str>,
+        buf: &'a mut String,
+    ) -> Option<&'a str> {
+        let utf8 = || utf8.or_else(|| std::str::from_utf8(raw).ok());
         match &self.text {
-            TextAt::Raw => std::str::from_utf8(raw).ok(),
-            TextAt::Cut(spans) => cut(raw, spans, buf),
+            TextAt::Raw => utf8(),
+            TextAt::Cut(spans) => cut(utf8()?, spans, buf),
             TextAt::Cleaned(len) => {
                 let text = super::clean::clean(raw, buf);
                 (text.len() == *len).then_some(text)
@@ -973,12 +980,11 @@ impl Program {
     }
 }
 
-/// The ranges `spans` of `raw` (valid UTF-8) one after another in `buf`: a line of a shape
+/// The ranges `spans` of `raw` one after another in `buf`: a line of a shape
 /// whose first line the cleaning only cut, without looking for its controls again. Out of
 /// line: inlined, it made the parser's loop too big to inline for logs without colours.
 #[inline(never)]
-fn cut<'a>(raw: &'a [u8], spans: &[(usize, usize)], buf: &'a mut String) -> Option<&'a str> {
-    let raw = std::str::from_utf8(raw).ok()?;
+fn cut<'a>(raw: &str, spans: &[(usize, usize)], buf: &'a mut String) -> Option<&'a str> {
     buf.clear();
     for &(from, to) in spans {
         buf.push_str(raw.get(from..to)?);
