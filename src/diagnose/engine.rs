@@ -683,6 +683,12 @@ mod tests {
             self.d.after(&self.m, t);
         }
 
+        fn steps(&mut self, n: usize, data_ms: f64) {
+            for _ in 0..n {
+                self.step(data_ms);
+            }
+        }
+
         fn event(&mut self, kind: EventKind) {
             let rec = Record::Event {
                 kind,
@@ -858,12 +864,8 @@ mod tests {
     fn a_new_run_clears_the_last_runs_active_alerts_and_no_other() {
         let mut r = Run::new();
         // One alert raised and cleared, then another raised and still active.
-        for _ in 0..40 {
-            r.step(30.0);
-        }
-        for _ in 0..60 {
-            r.step(0.5);
-        }
+        r.steps(40, 30.0);
+        r.steps(60, 0.5);
         r.event(EventKind::CudaOom);
         let active: Vec<&str> = r.d.active().map(|a| a.rule).collect();
         assert_eq!(active, ["crash_event"]);

@@ -1221,6 +1221,12 @@ mod tests {
         memo.memo_hits()
     }
 
+    /// `compare` over `lines`: how many the memo served, of how many.
+    fn served(lines: Vec<String>) -> (u64, usize) {
+        let lines: Vec<Vec<u8>> = lines.into_iter().map(String::into_bytes).collect();
+        (compare(&lines), lines.len())
+    }
+
     #[test]
     fn memo_reads_every_fixture_exactly_as_the_parser_does() {
         let records = fixture_records();
@@ -1260,13 +1266,8 @@ mod tests {
                 "      {a}/100      3.0{c}G     0.{b}{c}13      1.{a}22      0.{c}{b}2      1.{a}{c}3      0.{b}{b}1         1{c}        640:  {b}0%|████      | {a}{c}/99 [00:0{b}<00:0{c},  2.{a}{b}it/s]"
             ));
         }
-        let lines: Vec<Vec<u8>> = lines.into_iter().map(String::into_bytes).collect();
-        let served = compare(&lines);
-        assert!(
-            served > 40,
-            "the memo served {served} of {} lines",
-            lines.len()
-        );
+        let (served, of) = served(lines);
+        assert!(served > 40, "the memo served {served} of {of} lines");
     }
 
     #[test]
@@ -1285,13 +1286,8 @@ mod tests {
                 "\x08\x08Epoch {c}: {a}{b}%|\x1b[3{c}m####\x1b[0m| {a}{b}/100 [00:0{b}<00:1{a}, {c}.{a}{b}it/s, loss=0.{b}{a}]"
             ));
         }
-        let lines: Vec<Vec<u8>> = lines.into_iter().map(String::into_bytes).collect();
-        let served = compare(&lines);
-        assert!(
-            served >= 50,
-            "the memo served {served} of {} lines",
-            lines.len()
-        );
+        let (served, of) = served(lines);
+        assert!(served >= 50, "the memo served {served} of {of} lines");
     }
 
     #[test]
