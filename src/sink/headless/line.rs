@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::common::display::{self, Tabs};
-use crate::common::units::{clock, ms, num, pct};
+use crate::common::units::{clock, ms, num, pct, push_clock, push_padded};
 use crate::diagnose::{Alert, Change, ChangeKind, Severity};
 use crate::model::baseline::{change, ratio};
 use crate::model::breakdown::Over;
@@ -181,41 +181,72 @@ pub fn alert_json(c: &Change, a: &Alert, origin: &Origin) -> String {
 }
 
 /// One alert change for people: when, the change, the rule and its words on one line.
+/// Written piece by piece into one string: a replay prints thousands, and the formatting
+/// machinery and the copies of the joined evidence were most of their cost.
 pub fn alert_text(c: &Change, a: &Alert, origin: &Origin) -> String {
-    let mut out = format!(
-        "{}  {}  {:<9} {:<4} {}: {}",
-        clock(c.time),
-        step(c.step),
-        c.change.name().to_uppercase(),
-        c.severity.name(),
-        c.rule,
-        one_line(&a.title)
-    );
+    let words = a.evidence.iter().map(String::len).sum::<usize>()
+        + a.actions.first().map_or(0, String::len);
+    let mut out = String::with_capacity(96 + a.title.len() + words + 2 * a.evidence.len());
+    push_clock(&mut out, c.time);
+    out.push_str("  ");
+    match c.step {
+        Some(s) => {
+            out.push_str("step ");
+            push_padded(&mut out, s, 1);
+        }
+        None => out.push_str("step -"),
+    }
+    out.push_str("  ");
+    push_left(&mut out, &c.change.name().to_uppercase(), 9);
+    out.push(' ');
+    push_left(&mut out, c.severity.name(), 4);
+    out.push(' ');
+    out.push_str(c.rule);
+    out.push_str(": ");
+    push_one_line(&mut out, &a.title);
     if let Some(g) = a.gain.filter(|g| *g > 0.0) {
         out.push_str(&format!(" (gain {})", pct(g)));
     }
     if c.change != ChangeKind::Cleared {
         if !a.evidence.is_empty() {
             out.push_str(" | ");
-            out.push_str(&one_line(&a.evidence.join("; ")));
+            // Plain pieces joined by `; ` are plain: each goes in as it is.
+            if a.evidence.iter().all(|e| plain(e)) {
+                for (i, e) in a.evidence.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str("; ");
+                    }
+                    out.push_str(e);
+                }
+            } else {
+                out.push_str(&one_line_each(&a.evidence.join("; ")));
+            }
         }
         if let Some(fix) = a.actions.first() {
             out.push_str(" | fix: ");
-            out.push_str(&one_line(fix));
+            push_one_line(&mut out, fix);
         }
     }
     if let Some(file) = &origin.file {
         let name = file.rsplit('/').next().unwrap_or(file);
-        out.push_str(&format!(
-            " [{}:{}]",
-            one_line(name),
-            origin.line.unwrap_or(0)
-        ));
+        out.push_str(" [");
+        push_one_line(&mut out, name);
+        out.push(':');
+        push_padded(&mut out, origin.line.unwrap_or(0), 1);
+        out.push(']');
     }
     if let Some(job) = &origin.job {
         out.push_str(&job_text(job));
     }
     out
+}
+
+/// `s` left-aligned in `width` characters (as `{s:<width$}`).
+fn push_left(out: &mut String, s: &str, width: usize) {
+    out.push_str(s);
+    for _ in s.chars().count()..width {
+        out.push(' ');
+    }
 }
 
 /// ` (job 4180321 node 3 rank 27)`: the parts known, for a text line.
@@ -301,20 +332,29 @@ pub fn summary_text(s: &Summary) -> String {
     out
 }
 
-fn step(s: Option<u64>) -> String {
-    s.map_or_else(|| "step -".to_string(), |s| format!("step {s}"))
-}
-
 /// Text on one line with no control characters: a line break in a title or in quoted log text
 /// must not break the one-line-per-change promise. Invisible characters are shown escaped
 /// (`display::shown`); a tab is one space, as the text sits mid-line.
 fn one_line(s: &str) -> String {
-    // Most titles and evidence are printable ASCII, which nothing here changes: copied whole
-    // (character by character, they were most of a replay's printing).
-    if s.is_ascii() && !s.bytes().any(|b| b.is_ascii_control()) {
+    if plain(s) {
         return s.to_owned();
     }
     one_line_each(s)
+}
+
+/// `one_line` at the end of `out`.
+fn push_one_line(out: &mut String, s: &str) {
+    if plain(s) {
+        out.push_str(s);
+    } else {
+        out.push_str(&one_line_each(s));
+    }
+}
+
+/// Printable ASCII, which `one_line` leaves as it is: most titles and evidence, copied whole
+/// (character by character, they were most of a replay's printing).
+fn plain(s: &str) -> bool {
+    s.is_ascii() && !s.bytes().any(|b| b.is_ascii_control())
 }
 
 /// `one_line` character by character.
@@ -349,6 +389,69 @@ mod tests {
         ) {
             prop_assert_eq!(one_line(&s), one_line_each(&s));
         }
+
+        /// The text line, written piece by piece, is what the formatting wrote.
+        #[test]
+        fn a_text_line_is_what_the_formatting_wrote(
+            title in "[ -~\t\n\u{85}\u{200b}é]{0,30}",
+            evidence in proptest::collection::vec("[ -~\n\u{200b}]{0,30}", 0..4),
+            fix in proptest::option::of("[ -~\r]{0,20}"),
+            step in proptest::option::of(proptest::num::u64::ANY),
+            time in proptest::prop_oneof![0.0..1e8f64, 1e8..3e9f64],
+            gain in proptest::option::of(-0.5..1.5f64),
+            kind in 0usize..3,
+            file in proptest::option::of("[a-z/]{1,12}(\n)?"),
+            line in proptest::option::of(proptest::num::u64::ANY),
+        ) {
+            let (mut c, mut a) = change();
+            a.title = title;
+            a.evidence = evidence;
+            a.actions = fix.into_iter().collect();
+            a.gain = gain;
+            c.step = step;
+            c.time = time;
+            c.change = [ChangeKind::Raised, ChangeKind::Escalated, ChangeKind::Cleared][kind];
+            let origin = Origin { file, line, ..Origin::default() };
+            prop_assert_eq!(alert_text(&c, &a, &origin), alert_text_formatted(&c, &a, &origin));
+        }
+    }
+
+    /// `alert_text` as it was written with `format!`: the reference.
+    fn alert_text_formatted(c: &Change, a: &Alert, origin: &Origin) -> String {
+        let step = c
+            .step
+            .map_or_else(|| "step -".to_string(), |s| format!("step {s}"));
+        let mut out = format!(
+            "{}  {}  {:<9} {:<4} {}: {}",
+            clock(c.time),
+            step,
+            c.change.name().to_uppercase(),
+            c.severity.name(),
+            c.rule,
+            one_line(&a.title)
+        );
+        if let Some(g) = a.gain.filter(|g| *g > 0.0) {
+            out.push_str(&format!(" (gain {})", pct(g)));
+        }
+        if c.change != ChangeKind::Cleared {
+            if !a.evidence.is_empty() {
+                out.push_str(" | ");
+                out.push_str(&one_line(&a.evidence.join("; ")));
+            }
+            if let Some(fix) = a.actions.first() {
+                out.push_str(" | fix: ");
+                out.push_str(&one_line(fix));
+            }
+        }
+        if let Some(file) = &origin.file {
+            let name = file.rsplit('/').next().unwrap_or(file);
+            out.push_str(&format!(
+                " [{}:{}]",
+                one_line(name),
+                origin.line.unwrap_or(0)
+            ));
+        }
+        out
     }
 
     fn change() -> (Change, Alert) {
