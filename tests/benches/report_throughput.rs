@@ -5,8 +5,9 @@
 //! (`user_script.py`, two regexes) over the same file; replay at full speed, compare and the live
 //! view's history against report, each run paired with one of report's; the CPU-seconds per GB of reading, parsing, the
 //! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
-//! then, on one long run (every line a step, a quarter of the size), report against the
-//! script and the diagnosis's cost per step, where its windows are full. Size:
+//! then, on one long run (its config line, then every line a step, a quarter of the size),
+//! report against the script and the diagnosis's cost per step, where its windows are full.
+//! Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
 //! it, to profile on it.
 
@@ -224,9 +225,10 @@ fn main() {
         &mut || history_read(&path, &live_cfg),
     );
 
-    // One long run, as most real logs are: every line a step, in the seeds' format (which the
-    // script reads too), a quarter of the mixed log's size. Here the rules and the model
-    // meet full windows at every step, where the mixed log's 1.8 KB runs rarely fill one.
+    // One long run, as most real logs are: its config line, then every line a step, in the
+    // seeds' format (which the script reads too), a quarter of the mixed log's size. Here the
+    // rules and the model meet full windows at every step, where the mixed log's 1.8 KB runs
+    // rarely fill one.
     let one_run = dir.path().join("one-run.log");
     let one_bytes = build_one_run(&one_run, (bytes / 4).max(1 << 20));
     let one_mb = one_bytes as f64 / 1e6;
@@ -318,7 +320,12 @@ fn build_one_run(path: &Path, target: u64) -> u64 {
         seed ^= seed << 17;
         seed % m
     };
-    let (mut written, mut step) = (0, 0u64);
+    // The config line a training script prints first. Its batch size turns each line's
+    // samples/s into a step time: without it the timeline and every rule that reads step
+    // times sat idle, and the monitor's thread did a third of a real run's work.
+    let config = "config: world_size=1 batch_size=32 num_workers=8 pin_memory=true\n";
+    out.write_all(config.as_bytes()).expect("write");
+    let (mut written, mut step) = (config.len() as u64, 0u64);
     let total = target / 60;
     while written < target {
         step += 1;
