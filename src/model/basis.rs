@@ -57,7 +57,7 @@ pub struct Ways {
 
 impl Ways {
     pub fn of(logged: &StepRecord) -> Ways {
-        // In the order the model works a step time out (run.rs, `derive`).
+        // In the order the model works a step time out (run.rs, `RankState::fill`).
         let step_time = if logged.smoothed == Smoothing::Moving {
             StepTimeFrom::SmoothedRate
         } else if logged.smoothed == Smoothing::SinceStart {

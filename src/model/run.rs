@@ -307,22 +307,18 @@ impl RankState {
         }
     }
 
-    /// Fills in what the record leaves out, as far as this rank's history allows.
-    /// `real_time` says `t` is the log's own timestamp (or a live arrival), not a synthetic one.
-    pub fn derive(
-        &mut self,
-        rec: &StepRecord,
-        t: f64,
-        real_time: bool,
-        sizes: &Sizes,
-    ) -> StepRecord {
+    /// `fill` on a copy, for the tests that compare a record as logged with the same record
+    /// as derived.
+    #[cfg(test)]
+    fn derive(&mut self, rec: &StepRecord, t: f64, real_time: bool, sizes: &Sizes) -> StepRecord {
         let mut d = rec.clone();
         self.fill(&mut d, t, real_time, sizes);
         d
     }
 
-    /// `derive` in place: the record as logged becomes the record as derived (the model's
-    /// steps, whose boxes go back to the parser once read, take no copy).
+    /// Fills in what the record `d` leaves out, where it lies, as far as this rank's history
+    /// allows (the model's steps, whose boxes go back to the parser once read, take no copy).
+    /// `real_time` says `t` is the log's own timestamp (or a live arrival), not a synthetic one.
     pub fn fill(&mut self, d: &mut StepRecord, t: f64, real_time: bool, sizes: &Sizes) {
         let batch = d.batch_size.or(sizes.batch);
         if d.step_time_ms.is_none() {
