@@ -63,10 +63,10 @@ impl Digits {
         }
     }
 
-    /// The place's value, or None when `text` (its bytes) does not fit this layout (then the parser's
-    /// own reading applies). A place's text is as long as the one the layout was taken from;
-    /// one of another length does not fit (a longer one could overflow the sum, an empty one
-    /// would read as 0 where the parser reads nothing).
+    /// The place's value, or None when `text` (its bytes) does not fit this layout (then the
+    /// parser's own reading applies). A place's text is as long as the one the layout was
+    /// taken from; one of another length does not fit (a longer one could overflow the sum,
+    /// an empty one would read as 0 where the parser reads nothing).
     pub(super) fn read(self, text: &[u8]) -> Option<Val> {
         match self {
             Digits::Integer { len } if text.len() != len => None,

@@ -27,6 +27,7 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use super::Feed;
+use super::feed::drop_places;
 use crate::common::int_hash::IntHash;
 use crate::input::file::{ReadStats, read_lines};
 use crate::input::metrics;
@@ -469,19 +470,12 @@ fn apply(parsed: Parsed, feed: &mut Feed, home: &Sender<StepBoxes>) -> Lines {
             &mut records[at..at + n],
             (at, &mut dropped),
             shape.as_deref(),
+            None,
         );
         head.records -= u32::try_from(dropped.len() - before).unwrap_or(u32::MAX);
         at += n;
     }
-    if !dropped.is_empty() {
-        let mut place = 0;
-        let mut dropped = dropped.into_iter().peekable();
-        records.retain(|_| {
-            let keep = dropped.next_if_eq(&place).is_none();
-            place += 1;
-            keep
-        });
-    }
+    drop_places(&mut records, dropped);
     if replaced > 0 || !again.is_empty() {
         records.splice(..replaced, again);
     }

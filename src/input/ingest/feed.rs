@@ -88,41 +88,35 @@ impl Feed {
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        let passed = self.pass(line_no, raw, info, out.drain(..), arrival, sink);
+        let passed = self.pass(line_no, raw, info, &mut out, arrival, sink);
         self.scratch = out;
         passed
     }
 
-    /// A line already parsed (as `info` and `records`) the rest of its way: judged (may its
-    /// figures be true?), stamped, counted, and its records handed to `sink` in order, or
-    /// dropped whole with `info` saying why.
+    /// A line already parsed (as `info` and `records`) the rest of its way (`pass_in_place`),
+    /// its records that go on handed to `sink` in order; `records` is left empty.
     fn pass(
         &mut self,
         line_no: u64,
         raw: &[u8],
         mut info: LineInfo,
-        records: impl ExactSizeIterator<Item = Record> + AsRef<[Record]>,
+        records: &mut Vec<Record>,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
-        let refused = self.admit(&info, records.as_ref());
-        let stamp = self.open(
+        let mut dropped = Vec::new();
+        let stamp = self.pass_in_place(
             line_no,
             raw,
-            None,
             &mut info,
-            refused,
-            records.len(),
+            records,
+            (0, &mut dropped),
+            None,
             arrival,
         );
-        if refused.is_some() {
-            records.for_each(drop);
-            return (info, stamp);
-        }
-        for mut rec in records {
-            if self.carry(&stamp, &mut rec) {
-                sink(&stamp, rec);
-            }
+        drop_places(records, dropped);
+        for rec in records.drain(..) {
+            sink(&stamp, rec);
         }
         (info, stamp)
     }
@@ -164,15 +158,8 @@ impl Feed {
             format: Some(format),
             ..LineInfo::default()
         };
-        let records = e.records(&self.tags);
-        self.pass(
-            line_no,
-            text.as_bytes(),
-            info,
-            records.into_iter(),
-            arrival,
-            sink,
-        )
+        let mut records = e.records(&self.tags);
+        self.pass(line_no, text.as_bytes(), info, &mut records, arrival, sink)
     }
 
     /// The first step any rank logged in this file.
@@ -206,9 +193,16 @@ impl Feed {
         info.rank.or(self.file_rank).unwrap_or(0)
     }
 
-    /// A line parsed on a bulk reader's thread the rest of its way where its records lie
-    /// (`pass`, without moving them): the records that do not go on are added to `dropped`
-    /// as their places in `records` plus `at`. Returns the line's stamp.
+    /// A parsed line the rest of its way where its records lie: judged (may its figures be
+    /// true?), stamped, counted, and each record made what the model reads; a line whose
+    /// figures cannot be true is dropped whole, with `info` saying why. The records that do
+    /// not go on are added to `dropped` as their places in `records` plus `at`, in order.
+    /// `shape` is the line's `unparsed_shape` when a bulk reader's thread made it already.
+    /// Returns the line's stamp.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one line's parts, each used once"
+    )]
     pub(super) fn pass_in_place(
         &mut self,
         line_no: u64,
@@ -217,9 +211,10 @@ impl Feed {
         records: &mut [Record],
         (at, dropped): (usize, &mut Vec<usize>),
         shape: Option<&str>,
+        arrival: Option<f64>,
     ) -> Stamp {
         let refused = self.admit(info, records);
-        let stamp = self.open(line_no, raw, shape, info, refused, records.len(), None);
+        let stamp = self.open(line_no, raw, shape, info, refused, records.len(), arrival);
         for (i, rec) in records.iter_mut().enumerate() {
             if refused.is_some() || !self.carry(&stamp, rec) {
                 dropped.push(at + i);
@@ -340,6 +335,20 @@ impl Feed {
     pub fn rank(&self) -> Option<u32> {
         self.line_rank.or(self.file_rank)
     }
+}
+
+/// `records` without the ones at `places` (in ascending order), the rest kept in order.
+pub(super) fn drop_places(records: &mut Vec<Record>, places: Vec<usize>) {
+    if places.is_empty() {
+        return;
+    }
+    let mut at = 0;
+    let mut places = places.into_iter().peekable();
+    records.retain(|_| {
+        let keep = places.next_if_eq(&at).is_none();
+        at += 1;
+        keep
+    });
 }
 
 /// `rank3.log`, `train_rank12.txt`, `log.rank1` give 3, 12 and 1.
