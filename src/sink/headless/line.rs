@@ -336,10 +336,9 @@ pub fn summary_text(s: &Summary) -> String {
 /// must not break the one-line-per-change promise. Invisible characters are shown escaped
 /// (`display::shown`); a tab is one space, as the text sits mid-line.
 fn one_line(s: &str) -> String {
-    if plain(s) {
-        return s.to_owned();
-    }
-    one_line_each(s)
+    let mut out = String::with_capacity(s.len());
+    push_one_line(&mut out, s);
+    out
 }
 
 /// `one_line` at the end of `out`.
