@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::window::{RunStats, median};
+use super::window::{Ordered, RunStats};
 use crate::parse::record::EventKind;
 
 /// Steps kept for outlier detection: enough to see a spike that comes every 50 steps.
@@ -51,6 +51,8 @@ pub struct Timeline {
     pub marks: VecDeque<StepMark>,
     /// The marks' median step time and median absolute deviation, in ms.
     pub spread: Option<(f64, f64)>,
+    /// The marks' step times in order, for `spread`.
+    ordered: Ordered,
     /// Marks by decreasing step time, each after the larger ones pushed before it, with its
     /// number (`pushed` before it came): the front is the longest step kept. A rule asks at
     /// every step whether any mark is over its limit; this answers without a pass over them.
@@ -79,15 +81,18 @@ pub const GAP_S: f64 = 30.0;
 impl Timeline {
     /// The timeline `default` makes, keeping the room its marks took, for the next run.
     pub fn clear(&mut self) {
-        let (mut marks, mut peaks) = (
+        let (mut marks, mut peaks, mut ordered) = (
             std::mem::take(&mut self.marks),
             std::mem::take(&mut self.peaks),
+            std::mem::take(&mut self.ordered),
         );
         marks.clear();
         peaks.clear();
+        ordered.clear();
         *self = Timeline {
             marks,
             peaks,
+            ordered,
             ..Timeline::default()
         };
     }
@@ -145,8 +150,11 @@ impl Timeline {
             self.last_time = Some(t);
         }
         if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
-            if self.marks.len() == MARKS_KEPT {
-                self.marks.pop_front();
+            let mut replaced = None;
+            if self.marks.len() == MARKS_KEPT
+                && let Some(old) = self.marks.pop_front()
+            {
+                replaced = Some(old.ms);
                 let gone = self.pushed - MARKS_KEPT as u64;
                 if self.peaks.front().is_some_and(|p| p.0 == gone) {
                     self.peaks.pop_front();
@@ -163,9 +171,13 @@ impl Timeline {
                 after,
                 first,
             });
+            match replaced {
+                Some(old) => self.ordered.replace(old, ms),
+                None => self.ordered.insert(ms),
+            }
             self.pushed += 1;
             if self.pushed < SPREAD_EVERY || self.pushed.is_multiple_of(SPREAD_EVERY) {
-                self.spread = spread(self.marks.iter().map(|m| m.ms));
+                self.spread = self.ordered.spread();
             }
         }
     }
@@ -181,8 +193,11 @@ impl Timeline {
     }
 }
 
-/// Median and median absolute deviation.
+/// Median and median absolute deviation, by selection over all the values: what
+/// `Ordered::spread` must give.
+#[cfg(test)]
 fn spread(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    use super::window::median;
     let mut v: Vec<f64> = values.collect();
     let mid = median(&mut v)?;
     for x in &mut v {
@@ -194,6 +209,7 @@ fn spread(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn the_longest_step_is_the_largest_mark_kept() {
@@ -284,6 +300,39 @@ mod tests {
             Some((3.0, 2.0))
         );
         assert_eq!(spread(std::iter::empty()), None);
+    }
+
+    proptest! {
+        // A failing case is printed, not saved beside the sources.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: None,
+            cases: 256,
+            ..ProptestConfig::default()
+        })]
+        /// Kept in order as the marks come and go, the spread is, bit for bit, what a
+        /// selection over the marks gives, whenever it is refreshed: ties, zeros of both
+        /// signs and any finite time.
+        #[test]
+        fn the_spread_kept_in_order_is_the_one_selected_from_the_marks(
+            times in proptest::collection::vec(
+                prop_oneof![
+                    (0u8..6).prop_map(|k| f64::from(k) * 0.5),
+                    Just(-0.0),
+                    proptest::num::f64::NORMAL | proptest::num::f64::ZERO,
+                ],
+                1..3 * MARKS_KEPT,
+            )
+        ) {
+            let bits = |s: Option<(f64, f64)>| s.map(|(a, b)| (a.to_bits(), b.to_bits()));
+            let mut t = Timeline::default();
+            for (i, ms) in times.iter().enumerate() {
+                t.step(Some(i as u64 + 1), (0.0, false), Some(*ms), || None, None);
+                if t.pushed < SPREAD_EVERY || t.pushed.is_multiple_of(SPREAD_EVERY) {
+                    let selected = spread(t.marks.iter().map(|m| m.ms));
+                    prop_assert_eq!(bits(t.spread), bits(selected), "after {} steps", i + 1);
+                }
+            }
+        }
     }
 
     #[test]
