@@ -342,8 +342,17 @@ impl RunStats {
             self.make_histogram();
         }
         let i = bucket_of(v);
-        self.cover(i, i);
-        self.buckets[i - self.first] += 1;
+        // Most values fall in the buckets held: only the others call out to widen them.
+        match i
+            .checked_sub(self.first)
+            .filter(|&at| at < self.buckets.len())
+        {
+            Some(at) => self.buckets[at] += 1,
+            None => {
+                self.cover(i, i);
+                self.buckets[i - self.first] += 1;
+            }
+        }
     }
 
     /// The held values into a histogram that spans them (and the value on its way in, which
