@@ -2,7 +2,7 @@
 //! CPUs), and the sample cache.
 
 use super::{Needs, Rule, View, grade, p, pct};
-use crate::common::units::count;
+use crate::common::units::{Fixed, count};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::labels::Role;
@@ -59,7 +59,9 @@ fn input_cause<S: Into<String>>(
 fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Finding {
     let mut f = f.why(|| {
         format!(
-            "data_time {data:.1} ms of a {step:.1} ms step ({}) over the last {} steps",
+            "data_time {} ms of a {} ms step ({}) over the last {} steps",
+            Fixed(data, 1),
+            Fixed(step, 1),
             pct(share),
             v.m.merged.paired_step_ms.recent.len().min(v.windows.steps)
         )

@@ -16,6 +16,7 @@ use super::needs::Needs;
 use super::params::{Basis, Knobs, Param};
 use super::view::View;
 use super::{Finding, Severity};
+use crate::common::units::Fixed;
 
 pub struct Rule {
     pub id: &'static str,
@@ -83,11 +84,11 @@ fn grade(x: f64, warn: f64, crit: f64, exit: f64) -> Option<Option<Severity>> {
 }
 
 fn pct(share: f64) -> String {
-    format!("{:.0}%", share * 100.0)
+    format!("{}%", Fixed(share * 100.0, 0))
 }
 
 fn gib(bytes: f64) -> String {
-    format!("{:.1} GiB", bytes / (1u64 << 30) as f64)
+    format!("{} GiB", Fixed(bytes / (1u64 << 30) as f64, 1))
 }
 
 #[cfg(test)]
