@@ -25,6 +25,10 @@ pub(super) enum Digits {
         point: Option<usize>,
         len: usize,
     },
+    /// Digits and colons, `len` bytes with a colon at each set bit of `colons` and digits
+    /// between (`00:12`, `1:18:43`): a clock, as progress bars print their times. Read as
+    /// `num::duration_s` reads one: each part, at most 15 digits, is exact.
+    Clock { len: usize, colons: u64 },
     /// Anything else: read as the parser reads it.
     Other,
 }
@@ -54,6 +58,26 @@ impl Digits {
                         negative,
                         point,
                         len: body.len(),
+                    }
+                } else {
+                    Digits::Other
+                }
+            }
+            Kind::Duration => {
+                let colons = b
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c == b':')
+                    .fold(0u64, |m, (i, _)| {
+                        m | 1u64.checked_shl(i as u32).unwrap_or(0)
+                    });
+                let parts_fit = b
+                    .split(|&c| c == b':')
+                    .all(|part| (1..=15).contains(&part.len()) && digits(part));
+                if b.len() <= 64 && colons != 0 && parts_fit {
+                    Digits::Clock {
+                        len: b.len(),
+                        colons,
                     }
                 } else {
                     Digits::Other
@@ -109,6 +133,22 @@ impl Digits {
                 let v = scaled(m, -(fraction as i32))?;
                 Some(Val::F(if negative { -v } else { v }))
             }
+            Digits::Clock { len, .. } if text.len() != len => None,
+            Digits::Clock { colons, .. } => {
+                let (mut total, mut part) = (0.0, 0u64);
+                for (i, &c) in text.iter().enumerate() {
+                    if colons >> i & 1 == 1 {
+                        if c != b':' {
+                            return None;
+                        }
+                        total = total * 60.0 + part as f64;
+                        part = 0;
+                    } else {
+                        part = part * 10 + u64::from(digit(c)?);
+                    }
+                }
+                Some(Val::F(total * 60.0 + part as f64))
+            }
             Digits::Other => None,
         }
     }
@@ -154,7 +194,12 @@ mod tests {
             (Kind::Decimal, "+1.5"),
             (Kind::Decimal, "1234567890.1234567"),
             (Kind::Decimal, "."),
-            (Kind::Duration, "01:23"),
+            (Kind::Duration, "1:42:12.36"),
+            (Kind::Duration, "1::2"),
+            (Kind::Duration, ":5"),
+            (Kind::Duration, "12"),
+            (Kind::Duration, "1 day, 3:46:40"),
+            (Kind::Duration, "1234567890123456:00"),
             (Kind::Timestamp, "2024"),
         ] {
             assert_eq!(Digits::of(kind, text), Digits::Other, "{text}");
@@ -165,6 +210,17 @@ mod tests {
         assert!(d.read(b"-7.0").is_none());
         // Another length, down to no digit at all (the parser reads no number there).
         assert!(d.read(b"17.05").is_none());
+        let clock = Digits::of(Kind::Duration, "01:23");
+        assert_eq!(
+            clock,
+            Digits::Clock {
+                len: 5,
+                colons: 0b100
+            }
+        );
+        assert!(same(clock.read(b"12:34"), Some(Val::F(754.0))));
+        assert!(clock.read(b"1:234").is_none());
+        assert!(clock.read(b"1:2:3").is_none());
         let negative = Digits::of(Kind::Decimal, "-0");
         let integer = Digits::of(Kind::Integer, "7");
         for (layout, text) in [(negative, "-"), (d, "."), (integer, ""), (integer, "77")] {
@@ -217,6 +273,35 @@ mod tests {
                 if layout != Digits::Other {
                     prop_assert!(layout.read(template.as_bytes()).is_some(), "{:?}", template);
                 }
+            }
+        }
+
+        /// A clock's layout reads any text of its length as `duration_s` reads it, or leaves
+        /// the text to it.
+        #[test]
+        fn a_clock_reads_as_the_parser_reads_it(
+            template in "[0-9]{1,16}(:[0-9]{1,16}){0,3}|[0-9:. ]{1,12}",
+            other in "[0-9]{1,40}|[0-9:.]{1,40}",
+        ) {
+            let layout = Digits::of(Kind::Duration, &template);
+            let mut line: Vec<u8> = template.bytes().collect();
+            for (c, o) in line.iter_mut().zip(other.bytes().cycle()) {
+                if c.is_ascii_digit() || o == b':' {
+                    *c = o;
+                }
+            }
+            let line = String::from_utf8(line).unwrap();
+            for text in [template.as_str(), line.as_str(), other.as_str()] {
+                if let Some(v) = layout.read(text.as_bytes()) {
+                    let parsed = read_as(Kind::Duration, text);
+                    prop_assert!(
+                        same(Some(v), parsed),
+                        "{:?} read {:?}: {:?}, the parser {:?}", layout, text, v, parsed
+                    );
+                }
+            }
+            if layout != Digits::Other {
+                prop_assert!(layout.read(template.as_bytes()).is_some(), "{:?}", template);
             }
         }
     }
