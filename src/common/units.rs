@@ -12,7 +12,10 @@ pub fn ms(v: f64) -> String {
 }
 
 pub fn pct(v: f64) -> String {
-    format!("{}%", Fixed(v * 100.0, 1))
+    let mut out = String::with_capacity(8);
+    Fixed(v * 100.0, 1).push_to(&mut out);
+    out.push('%');
+    out
 }
 
 /// A count and its noun, singular for one: `1 DataLoader worker`, `4 DataLoader workers`.
@@ -115,11 +118,18 @@ pub fn push_padded(out: &mut String, n: u64, width: usize) {
 #[derive(Clone, Copy, Debug)]
 pub struct Fixed(pub f64, pub u32);
 
-impl std::fmt::Display for Fixed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Fixed(v, decimals) = *self;
+impl Fixed {
+    /// The number at the end of `out`, without the formatting machinery: for words rewritten
+    /// at every few steps, where a `format!` of a few pieces cost more than its numbers.
+    pub fn push_to(self, out: &mut String) {
+        // Writing to a String does not fail.
+        let _ = self.write_to(out);
+    }
+
+    fn write_to(self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        let Fixed(v, decimals) = self;
         let Some(mut n) = rounded(v, decimals) else {
-            return write!(f, "{v:.*}", decimals as usize);
+            return write!(out, "{v:.*}", decimals as usize);
         };
         // Written from the right: at most 16 digits, the point, 9 decimals' zeros, a sign.
         let mut text = [0u8; 32];
@@ -145,7 +155,13 @@ impl std::fmt::Display for Fixed {
         if v.is_sign_negative() {
             put(b'-');
         }
-        f.write_str(std::str::from_utf8(&text[at..]).map_err(|_| std::fmt::Error)?)
+        out.write_str(std::str::from_utf8(&text[at..]).map_err(|_| std::fmt::Error)?)
+    }
+}
+
+impl std::fmt::Display for Fixed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.write_to(f)
     }
 }
 
@@ -227,6 +243,9 @@ mod tests {
             ],
             decimals in 0u32..12,
         ) {
+            let mut pushed = String::from("x");
+            Fixed(v, decimals).push_to(&mut pushed);
+            proptest::prop_assert_eq!(&pushed[1..], format!("{v:.*}", decimals as usize));
             proptest::prop_assert_eq!(
                 Fixed(v, decimals).to_string(),
                 format!("{v:.*}", decimals as usize)

@@ -1,8 +1,8 @@
 //! The input pipeline: data loading share of the step, its causes (too few workers, saturated
 //! CPUs), and the sample cache.
 
-use super::{Needs, Rule, View, grade, p, pct};
-use crate::common::units::{Fixed, count};
+use super::{Needs, Rule, View, grade, p, pct, push_pct};
+use crate::common::units::{Fixed, count, push_padded};
 use crate::diagnose::params::{Basis, Knobs};
 use crate::diagnose::{Finding, Severity};
 use crate::parse::labels::Role;
@@ -57,14 +57,21 @@ fn input_cause<S: Into<String>>(
 }
 
 fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Finding {
+    // In pieces, not `format!`: an active alert's words are rewritten every 10 steps, and
+    // the formatting was most of their cost.
     let mut f = f.why(|| {
-        format!(
-            "data_time {} ms of a {} ms step ({}) over the last {} steps",
-            Fixed(data, 1),
-            Fixed(step, 1),
-            pct(share),
-            v.m.merged.paired_step_ms.recent.len().min(v.windows.steps)
-        )
+        let mut words = String::with_capacity(72);
+        words.push_str("data_time ");
+        Fixed(data, 1).push_to(&mut words);
+        words.push_str(" ms of a ");
+        Fixed(step, 1).push_to(&mut words);
+        words.push_str(" ms step (");
+        push_pct(&mut words, share);
+        words.push_str(") over the last ");
+        let steps = v.m.merged.paired_step_ms.recent.len().min(v.windows.steps);
+        push_padded(&mut words, steps as u64, 1);
+        words.push_str(" steps");
+        words
     });
     if let Some(swing) = v.gpu_util_swing().filter(|s| *s >= 50.0) {
         f = f.why(|| {
@@ -77,7 +84,12 @@ fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Find
 fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
     let (share, data, step) = data_bound(v, k.get("exit"), k.get("floor-ms"))?;
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
-    let title = || format!("data loading takes {} of each step", pct(share));
+    let title = || {
+        let mut words = String::from("data loading takes ");
+        push_pct(&mut words, share);
+        words.push_str(" of each step");
+        words
+    };
     let mut f = data_evidence(v, v.graded(level, title), share, data, step);
     // Workers waiting on the disk (state D) or a host in iowait: the storage is the limit.
     let waiting = v

@@ -84,7 +84,15 @@ fn grade(x: f64, warn: f64, crit: f64, exit: f64) -> Option<Option<Severity>> {
 }
 
 fn pct(share: f64) -> String {
-    format!("{}%", Fixed(share * 100.0, 0))
+    let mut out = String::with_capacity(8);
+    push_pct(&mut out, share);
+    out
+}
+
+/// `pct` at the end of `out`.
+fn push_pct(out: &mut String, share: f64) {
+    Fixed(share * 100.0, 0).push_to(out);
+    out.push('%');
 }
 
 fn gib(bytes: f64) -> String {
