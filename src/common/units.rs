@@ -112,9 +112,9 @@ pub fn push_padded(out: &mut String, n: u64, width: usize) {
 
 /// `v` with a fixed number of decimals, as `{:.N}` writes it (no width): `Fixed(v, 1)` in a
 /// format string is `{v:.1}`. Where one multiplication decides the rounding (every value
-/// but the very large and those within a hair of a half), the digits are written as an
-/// integer's: the float formatting took about 600 instructions a number, half the cost of
-/// rewording an alert, which a rule does every few steps.
+/// but the very large, and those whose product lands on a half), the digits are written as
+/// an integer's: the float formatting took about 600 instructions a number, nearly half the
+/// cost of rewording an alert, which a rule does every 10 steps.
 #[derive(Clone, Copy, Debug)]
 pub struct Fixed(pub f64, pub u32);
 
