@@ -93,6 +93,12 @@ pub fn push_clock(out: &mut String, t: f64) {
 
 /// `n` in decimal at the end of `out`, zero-padded to `width` digits (as `{n:0width$}`).
 pub fn push_padded(out: &mut String, n: u64, width: usize) {
+    // Writing to a String does not fail.
+    let _ = write_padded(out, n, width);
+}
+
+/// `push_padded` to any writer: a `String`, or a formatter (`Fixed`'s digits).
+fn write_padded(out: &mut impl std::fmt::Write, n: u64, width: usize) -> std::fmt::Result {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut v = n;
@@ -105,9 +111,11 @@ pub fn push_padded(out: &mut String, n: u64, width: usize) {
         }
     }
     for _ in (digits.len() - at)..width {
-        out.push('0');
+        out.write_char('0')?;
     }
-    out.extend(digits[at..].iter().map(|&b| char::from(b)));
+    digits[at..]
+        .iter()
+        .try_for_each(|&b| out.write_char(char::from(b)))
 }
 
 /// `v` with a fixed number of decimals, as `{:.N}` writes it (no width): `Fixed(v, 1)` in a
@@ -128,34 +136,19 @@ impl Fixed {
 
     fn write_to(self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
         let Fixed(v, decimals) = self;
-        let Some(mut n) = rounded(v, decimals) else {
+        let Some(n) = rounded(v, decimals) else {
             return write!(out, "{v:.*}", decimals as usize);
         };
-        // Written from the right: at most 16 digits, the point, 9 decimals' zeros, a sign.
-        let mut text = [0u8; 32];
-        let mut at = text.len();
-        let mut put = |c: u8| {
-            at -= 1;
-            text[at] = c;
-        };
-        for _ in 0..decimals {
-            put(b'0' + (n % 10) as u8);
-            n /= 10;
-        }
-        if decimals > 0 {
-            put(b'.');
-        }
-        loop {
-            put(b'0' + (n % 10) as u8);
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
         if v.is_sign_negative() {
-            put(b'-');
+            out.write_char('-')?;
         }
-        out.write_str(std::str::from_utf8(&text[at..]).map_err(|_| std::fmt::Error)?)
+        let unit = 10u64.pow(decimals);
+        write_padded(out, n / unit, 1)?;
+        if decimals > 0 {
+            out.write_char('.')?;
+            write_padded(out, n % unit, decimals as usize)?;
+        }
+        Ok(())
     }
 }
 

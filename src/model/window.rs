@@ -343,16 +343,10 @@ impl RunStats {
         }
         let i = bucket_of(v);
         // Most values fall in the buckets held: only the others call out to widen them.
-        match i
-            .checked_sub(self.first)
-            .filter(|&at| at < self.buckets.len())
-        {
-            Some(at) => self.buckets[at] += 1,
-            None => {
-                self.cover(i, i);
-                self.buckets[i - self.first] += 1;
-            }
+        if !(self.first..self.first + self.buckets.len()).contains(&i) {
+            self.cover(i, i);
         }
+        self.buckets[i - self.first] += 1;
     }
 
     /// The held values into a histogram that spans them (and the value on its way in, which

@@ -63,24 +63,18 @@ impl Digits {
                     Digits::Other
                 }
             }
-            Kind::Duration => {
-                let colons = b
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| **c == b':')
-                    .fold(0u64, |m, (i, _)| {
-                        m | 1u64.checked_shl(i as u32).unwrap_or(0)
-                    });
-                let parts_fit = b
-                    .split(|&c| c == b':')
-                    .all(|part| (1..=15).contains(&part.len()) && digits(part));
-                if b.len() <= 64 && colons != 0 && parts_fit {
-                    Digits::Clock {
-                        len: b.len(),
-                        colons,
-                    }
-                } else {
-                    Digits::Other
+            Kind::Duration
+                if b.len() <= 64
+                    && b.contains(&b':')
+                    && b.split(|&c| c == b':')
+                        .all(|part| (1..=15).contains(&part.len()) && digits(part)) =>
+            {
+                let colons = (0..b.len())
+                    .filter(|&i| b[i] == b':')
+                    .fold(0u64, |m, i| m | 1 << i);
+                Digits::Clock {
+                    len: b.len(),
+                    colons,
                 }
             }
             _ => Digits::Other,
