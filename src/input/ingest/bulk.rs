@@ -19,7 +19,6 @@
 //! which fills them for its lines (`StepBoxes`). A box freed on the other thread was a tenth
 //! of the monitor thread's work.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -28,7 +27,7 @@ use std::thread::JoinHandle;
 
 use super::Feed;
 use super::feed::drop_places;
-use crate::common::int_hash::IntHash;
+use super::shape_names::ShapeNames;
 use crate::input::file::{ReadStats, read_lines};
 use crate::input::metrics;
 use crate::model::Stamp;
@@ -112,6 +111,8 @@ fn read_metric_file(
 pub struct Ingest {
     /// None on a machine with one core: blocks are parsed in place.
     pool: Option<Pool>,
+    /// The unparsed shapes of the memo shapes of the lines parsed in place.
+    names: ShapeNames,
     block: Block,
     block_bytes: usize,
     /// The way back for the boxes of the step records the monitor has read (each `Lines`
@@ -137,6 +138,7 @@ impl Ingest {
             pool: (threads >= 1)
                 .then(|| Pool::start(parser, threads))
                 .flatten(),
+            names: ShapeNames::default(),
             block: Block::sized(block_bytes),
             block_bytes,
             home,
@@ -185,7 +187,7 @@ impl Ingest {
                 Ok(())
             }
             None => {
-                out(parse_in_place(block, feed, &self.home));
+                out(parse_in_place(block, feed, &mut self.names, &self.home));
                 Ok(())
             }
         }
@@ -230,7 +232,12 @@ impl Block {
 
 /// A block's lines through the feed as they are parsed: what the pool's threads do, with the
 /// real context from the start. The boxes of its step records come back to `home`.
-fn parse_in_place(mut block: Block, feed: &mut Feed, home: &Sender<StepBoxes>) -> Lines {
+fn parse_in_place(
+    mut block: Block,
+    feed: &mut Feed,
+    names: &mut ShapeNames,
+    home: &Sender<StepBoxes>,
+) -> Lines {
     feed.parser().recycle(std::mem::take(&mut block.spare));
     let mut out = Lines {
         home: Home::to(home),
@@ -238,7 +245,7 @@ fn parse_in_place(mut block: Block, feed: &mut Feed, home: &Sender<StepBoxes>) -
     };
     for i in 0..block.lines.len() {
         push(&mut out, &block, i, |line_no, raw, sink| {
-            feed.line(line_no, raw, None, sink)
+            feed.line_named(Some(names), line_no, raw, None, sink)
         });
     }
     out.text = block.bytes;
@@ -280,32 +287,6 @@ struct Parsed {
     shapes: Vec<(usize, Arc<str>)>,
 }
 
-/// The unparsed shape of each memo shape a parser thread has read nothing from: the lines of
-/// one memo shape differ only in their numbers' digits, which an unparsed shape folds, so it
-/// is made once (a quarter of the bench log's lines read nothing, each cleaned and shaped).
-#[derive(Default)]
-struct ShapeNames(HashMap<u64, Arc<str>, IntHash>);
-
-impl ShapeNames {
-    /// The memo trusts at most 1024 shapes in a file and never forgets a trusted one, so this
-    /// bound is not reached; it keeps the map bounded without relying on that.
-    const MAX: usize = 4096;
-
-    /// The unparsed shape of `raw`, which `parser` has just parsed.
-    fn of(&mut self, parser: &Parser, raw: &[u8]) -> Arc<str> {
-        let Some(key) = parser.served_shape() else {
-            return unparsed_shape(raw);
-        };
-        if self.0.len() >= Self::MAX && !self.0.contains_key(&key) {
-            self.0.clear();
-        }
-        self.0
-            .entry(key)
-            .or_insert_with(|| unparsed_shape(raw))
-            .clone()
-    }
-}
-
 /// Parses `block` from the context `parser` is in: the one its previous block ended in.
 fn parse_block(parser: &mut Parser, names: &mut ShapeNames, block: Block) -> Parsed {
     let n = block.lines.len();
@@ -326,7 +307,11 @@ fn parse_block(parser: &mut Parser, names: &mut ShapeNames, block: Block) -> Par
         let info = parser.parse_known(block.raw(i), utf8, &mut parsed.records);
         let count = parsed.records.len() - before;
         if read_nothing(&info, count) {
-            parsed.shapes.push((i, names.of(parser, block.raw(i))));
+            let raw = block.raw(i);
+            let shape = names
+                .served(parser, raw)
+                .unwrap_or_else(|| unparsed_shape(raw));
+            parsed.shapes.push((i, shape));
         }
         parsed.heads.push(LineHead {
             stamp: Stamp::default(),

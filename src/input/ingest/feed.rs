@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::order::Order;
+use super::shape_names::ShapeNames;
 use crate::common::int_hash::IntHash;
 use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
-use crate::model::source_stats::SourceStats;
+use crate::model::source_stats::{SourceStats, read_nothing};
 use crate::model::unparsed::{UnparsedShapes, example};
 use crate::monitor::msg::Msg;
 use crate::parse::clean::clean;
@@ -86,21 +87,51 @@ impl Feed {
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
+        self.line_named(None, line_no, raw, arrival, sink)
+    }
+
+    /// `line`, taking the unparsed shape of a line nothing read from `names` when the parser
+    /// read it from a memo shape: the bulk reader's lines parsed in place.
+    pub(super) fn line_named(
+        &mut self,
+        names: Option<&mut ShapeNames>,
+        line_no: u64,
+        raw: &[u8],
+        arrival: Option<f64>,
+        sink: &mut dyn FnMut(&Stamp, Record),
+    ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
         let info = self.parser.parse(raw, &mut out);
-        let passed = self.pass(line_no, raw, info, &mut out, arrival, sink);
+        let shape = names
+            .filter(|_| read_nothing(&info, out.len()))
+            .and_then(|names| names.served(&self.parser, raw));
+        let passed = self.pass(
+            line_no,
+            raw,
+            info,
+            &mut out,
+            shape.as_deref(),
+            arrival,
+            sink,
+        );
         self.scratch = out;
         passed
     }
 
-    /// A line already parsed (as `info` and `records`) the rest of its way (`pass_in_place`),
-    /// its records that go on handed to `sink` in order; `records` is left empty.
+    /// A line already parsed (as `info` and `records`, and `shape` when it read nothing and
+    /// its shape is known) the rest of its way (`pass_in_place`), its records that go on
+    /// handed to `sink` in order; `records` is left empty.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one line's parts, each used once"
+    )]
     fn pass(
         &mut self,
         line_no: u64,
         raw: &[u8],
         mut info: LineInfo,
         records: &mut Vec<Record>,
+        shape: Option<&str>,
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
@@ -111,7 +142,7 @@ impl Feed {
             &mut info,
             records,
             (0, &mut dropped),
-            None,
+            shape,
             arrival,
         );
         drop_places(records, dropped);
@@ -159,7 +190,15 @@ impl Feed {
             ..LineInfo::default()
         };
         let mut records = e.records(&self.tags);
-        self.pass(line_no, text.as_bytes(), info, &mut records, arrival, sink)
+        self.pass(
+            line_no,
+            text.as_bytes(),
+            info,
+            &mut records,
+            None,
+            arrival,
+            sink,
+        )
     }
 
     /// The first step any rank logged in this file.

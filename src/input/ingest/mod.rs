@@ -8,6 +8,7 @@
 mod bulk;
 mod feed;
 mod order;
+mod shape_names;
 
 pub use bulk::{Ingest, read_file};
 pub use feed::Feed;
