@@ -198,13 +198,16 @@ impl Parser {
         self.ctx = ctx;
     }
 
-    /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`.
+    /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`: the
+    /// tests' way in; the feed passes what it knows of the line (`parse_known`).
+    #[cfg(test)]
     pub fn parse(&mut self, raw: &[u8], out: &mut Vec<Record>) -> LineInfo {
         self.parse_known(raw, None, out)
     }
 
-    /// `parse`, given `raw` as a `str` when the caller knows it already (a block of lines
-    /// checked as UTF-8 at once costs a fraction of checking each line).
+    /// Parses one record (a line or a `\r` redraw) and appends what it says to `out`, given
+    /// `raw` as a `str` when the caller knows it already (a block of lines checked as UTF-8
+    /// at once costs a fraction of checking each line).
     pub fn parse_known(
         &mut self,
         raw: &[u8],

@@ -243,9 +243,13 @@ fn parse_in_place(
         home: Home::to(home),
         ..Lines::default()
     };
+    // Checked once for the block, as a parser thread checks its blocks.
+    let text = std::str::from_utf8(&block.bytes).ok();
     for i in 0..block.lines.len() {
+        let (_, start, end) = block.lines[i];
+        let utf8 = text.and_then(|t| t.get(start..end));
         push(&mut out, &block, i, |line_no, raw, sink| {
-            feed.line_named(Some(names), line_no, raw, None, sink)
+            feed.line_named(Some(names), (line_no, raw, utf8), None, sink)
         });
     }
     out.text = block.bytes;

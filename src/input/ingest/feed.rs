@@ -87,21 +87,21 @@ impl Feed {
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
-        self.line_named(None, line_no, raw, arrival, sink)
+        self.line_named(None, (line_no, raw, None), arrival, sink)
     }
 
-    /// `line`, taking the unparsed shape of a line nothing read from `names` when the parser
-    /// read it from a memo shape: the bulk reader's lines parsed in place.
+    /// `line`, given `raw` as a `str` when the caller knows it already (`utf8`), and taking
+    /// the unparsed shape of a line nothing read from `names` when the parser read it from a
+    /// memo shape: the bulk reader's lines parsed in place.
     pub(super) fn line_named(
         &mut self,
         names: Option<&mut ShapeNames>,
-        line_no: u64,
-        raw: &[u8],
+        (line_no, raw, utf8): (u64, &[u8], Option<&str>),
         arrival: Option<f64>,
         sink: &mut dyn FnMut(&Stamp, Record),
     ) -> (LineInfo, Stamp) {
         let mut out = std::mem::take(&mut self.scratch);
-        let info = self.parser.parse(raw, &mut out);
+        let info = self.parser.parse_known(raw, utf8, &mut out);
         let shape = names
             .filter(|_| read_nothing(&info, out.len()))
             .and_then(|names| names.served(&self.parser, raw));
