@@ -6,7 +6,9 @@
 //! view's history against report, each run paired with one of report's; the CPU-seconds per GB of reading, parsing, the
 //! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
 //! then, on one long run (its config line, then every line a step, a quarter of the size),
-//! report against the script and the diagnosis's cost per step, where its windows are full.
+//! report against the script and the diagnosis's cost per step, where its windows are full;
+//! and for both logs the wall time of parsing alone, with the model, and of the whole report
+//! in this process, which shows whether the parser's thread or the monitor's bounds it.
 //! Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
 //! it, to profile on it.
@@ -60,58 +62,10 @@ fn main() {
     let bin = env!("CARGO_BIN_EXE_steptop");
     let path_s = path.to_str().expect("utf-8 temp path");
 
-    // Where the CPU goes, per GB: each stage alone, then one more each time, in three
-    // rounds of all four (a stage's median of three: one pass moves by a second a GB when the
-    // machine is shared).
+    // Where the CPU goes, per GB: each stage alone, then one more each time.
     let gb = bytes as f64 / 1e9;
-    let mut stages: [Vec<f64>; 4] = Default::default();
-    for _ in 0..3 {
-        stages[0].push(cpu(&mut || {
-            steptop::read_lines(&path, &mut |_, _| {}).expect("read");
-        }));
-        stages[1].push(cpu(&mut || {
-            let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-            // The step records' boxes go back to the reader, as the monitor sends them.
-            steptop::read_file(&path, &mut feed, &mut |lines| {
-                let mut spent = StepBoxes::default();
-                for rec in lines.records {
-                    if let steptop::Record::Step(b) = rec {
-                        spent.give(b);
-                    }
-                }
-                lines.home.send(spent);
-            })
-            .expect("read");
-        }));
-        stages[2].push(cpu(&mut || {
-            let mut feed = Feed::new(0, "mixed.log", cfg.patterns.clone());
-            let mut model = Model::new(cfg.model);
-            steptop::read_file(&path, &mut feed, &mut |lines| {
-                let mut spent = StepBoxes::default();
-                let mut records = lines.records.into_iter();
-                for head in &lines.heads {
-                    for rec in records.by_ref().take(head.records as usize) {
-                        // As the monitor does: a step count that goes back starts a new run.
-                        if let (Some(rec), new_run) = model.count(&head.stamp, rec) {
-                            if new_run {
-                                model.new_run(0);
-                            }
-                            if let Some(b) = model.apply_keeping(&head.stamp, rec) {
-                                spent.give(b);
-                            }
-                        }
-                    }
-                }
-                lines.home.send(spent);
-            })
-            .expect("read");
-            model.finish();
-        }));
-        stages[3].push(cpu(&mut || {
-            steptop::analyze(std::slice::from_ref(&path), &cfg).expect("analyze");
-        }));
-    }
-    let [reading, parsing, model, full] = stages.map(middle);
+    let stages = time_stages(&path, &cfg);
+    let [reading, parsing, model, full] = stages.cpu;
     // Taken now, before the other modes run here: the peak of report's own path.
     println!(
         "  peak RSS of this process after the stages (report's path in-process): {:.1} MiB",
@@ -129,6 +83,7 @@ fn main() {
         (full - model) / gb - diagnosis,
         full / gb
     );
+    stages.print_walls("the mixed log's", gb);
     println!(
         "  diagnosis: {:.2} us per evaluated step ({steps} steps, the file's first {:.0} MB)",
         diagnosis_s / steps.max(1) as f64 * 1e6,
@@ -255,6 +210,7 @@ fn main() {
         ),
         _ => println!("  one long run: report or the script failed"),
     }
+    time_stages(&one_run, &cfg).print_walls("the long run's", one_bytes as f64 / 1e9);
 }
 
 /// The diagnosis alone: the records of the file's first `DIAGNOSIS_BYTES` held in memory,
@@ -350,6 +306,105 @@ fn succeeds(cmd: &mut Command) -> bool {
     cmd.stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// CPU seconds of each stage of reading a file as the report does (reading its lines;
+/// parsing; with the model; the whole report), and the wall seconds of the last three.
+struct Stages {
+    cpu: [f64; 4],
+    wall: Walls,
+}
+
+struct Walls {
+    parsing: f64,
+    model: f64,
+    report: f64,
+}
+
+impl Stages {
+    /// The wall times per GB: parsing alone (the reader and the parser's thread) as long as the
+    /// whole report says that the parser's thread bounds the report; much shorter, that the
+    /// monitor's thread does.
+    fn print_walls(&self, log: &str, gb: f64) {
+        let w = &self.wall;
+        println!(
+            "  {log} wall seconds per GB (medians of 3): parsing {:.2}, with the model {:.2}, \
+             the report {:.2} (parsing alone {:.0}% of the report)",
+            w.parsing / gb,
+            w.model / gb,
+            w.report / gb,
+            100.0 * w.parsing / w.report
+        );
+    }
+}
+
+/// Times the stages of `path` (medians of three rounds), run as `report --format json` runs.
+fn time_stages(path: &Path, cfg: &Config) -> Stages {
+    // Three rounds of all four: a stage's median of three (one pass moves by a second a GB
+    // when the machine is shared).
+    let mut stages: [Vec<f64>; 4] = Default::default();
+    let mut walls: [Vec<f64>; 3] = Default::default();
+    for _ in 0..3 {
+        stages[0].push(cpu(&mut || {
+            steptop::read_lines(path, &mut |_, _| {}).expect("read");
+        }));
+        let t = Instant::now();
+        stages[1].push(cpu(&mut || {
+            let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
+            // The step records' boxes go back to the reader, as the monitor sends them.
+            steptop::read_file(path, &mut feed, &mut |lines| {
+                let mut spent = StepBoxes::default();
+                for rec in lines.records {
+                    if let steptop::Record::Step(b) = rec {
+                        spent.give(b);
+                    }
+                }
+                lines.home.send(spent);
+            })
+            .expect("read");
+        }));
+        walls[0].push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        stages[2].push(cpu(&mut || {
+            let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
+            let mut model = Model::new(cfg.model);
+            steptop::read_file(path, &mut feed, &mut |lines| {
+                let mut spent = StepBoxes::default();
+                let mut records = lines.records.into_iter();
+                for head in &lines.heads {
+                    for rec in records.by_ref().take(head.records as usize) {
+                        // As the monitor does: a step count that goes back starts a new run.
+                        if let (Some(rec), new_run) = model.count(&head.stamp, rec) {
+                            if new_run {
+                                model.new_run(0);
+                            }
+                            if let Some(b) = model.apply_keeping(&head.stamp, rec) {
+                                spent.give(b);
+                            }
+                        }
+                    }
+                }
+                lines.home.send(spent);
+            })
+            .expect("read");
+            model.finish();
+        }));
+        walls[1].push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        stages[3].push(cpu(&mut || {
+            steptop::analyze(&[path.to_path_buf()], cfg).expect("analyze");
+        }));
+        walls[2].push(t.elapsed().as_secs_f64());
+    }
+    let [parsing, model, report] = walls.map(middle);
+    Stages {
+        cpu: stages.map(middle),
+        wall: Walls {
+            parsing,
+            model,
+            report,
+        },
+    }
 }
 
 /// The middle value.
