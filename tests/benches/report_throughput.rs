@@ -6,9 +6,10 @@
 //! view's history against report, each run paired with one of report's; the CPU-seconds per GB of reading, parsing, the
 //! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
 //! then, on one long run (its config line, then every line a step, a quarter of the size),
-//! report against the script and the diagnosis's cost per step, where its windows are full;
-//! and for both logs the wall time of parsing alone, with the model, and of the whole report
-//! in this process, which shows whether the parser's thread or the monitor's bounds it.
+//! report against the script, the diagnosis's cost per step, where its windows are full, and
+//! the CPU-seconds of its stages; and for both logs the wall time of parsing alone, with the
+//! model, and of the whole report in this process, which shows whether the parser's thread or
+//! the monitor's bounds it.
 //! Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
 //! it, to profile on it.
@@ -210,7 +211,19 @@ fn main() {
         ),
         _ => println!("  one long run: report or the script failed"),
     }
-    time_stages(&one_run, &cfg).print_walls("the long run's", one_bytes as f64 / 1e9);
+    let one_gb = one_bytes as f64 / 1e9;
+    let one_stages = time_stages(&one_run, &cfg);
+    let [reading, parsing, model, full] = one_stages.cpu;
+    println!(
+        "  the long run's CPU-seconds per GB (medians of 3): reading {:.2}, parsing {:.2}, \
+         model {:.2}, the rules and the rest {:.2} (all: {:.2})",
+        reading / one_gb,
+        (parsing - reading) / one_gb,
+        (model - parsing) / one_gb,
+        (full - model) / one_gb,
+        full / one_gb
+    );
+    one_stages.print_walls("the long run's", one_gb);
 }
 
 /// The diagnosis alone: the records of the file's first `DIAGNOSIS_BYTES` held in memory,
@@ -315,6 +328,7 @@ struct Stages {
     wall: Walls,
 }
 
+/// Wall seconds of parsing alone, with the model, and of the whole report.
 struct Walls {
     parsing: f64,
     model: f64,
