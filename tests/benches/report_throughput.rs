@@ -321,18 +321,11 @@ fn succeeds(cmd: &mut Command) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// CPU seconds of each stage of reading a file as the report does (reading its lines;
-/// parsing; with the model; the whole report), and the wall seconds of the last three.
+/// CPU and wall seconds of each stage of reading a file as the report does (reading its
+/// lines; parsing; with the model; the whole report), medians of three rounds.
 struct Stages {
     cpu: [f64; 4],
-    wall: Walls,
-}
-
-/// Wall seconds of parsing alone, with the model, and of the whole report.
-struct Walls {
-    parsing: f64,
-    model: f64,
-    report: f64,
+    wall: [f64; 4],
 }
 
 impl Stages {
@@ -340,14 +333,14 @@ impl Stages {
     /// whole report says that the parser's thread bounds the report; much shorter, that the
     /// monitor's thread does.
     fn print_walls(&self, log: &str, gb: f64) {
-        let w = &self.wall;
+        let [_, parsing, model, report] = self.wall;
         println!(
             "  {log} wall seconds per GB (medians of 3): parsing {:.2}, with the model {:.2}, \
              the report {:.2} (parsing alone {:.0}% of the report)",
-            w.parsing / gb,
-            w.model / gb,
-            w.report / gb,
-            100.0 * w.parsing / w.report
+            parsing / gb,
+            model / gb,
+            report / gb,
+            100.0 * parsing / report
         );
     }
 }
@@ -356,14 +349,12 @@ impl Stages {
 fn time_stages(path: &Path, cfg: &Config) -> Stages {
     // Three rounds of all four: a stage's median of three (one pass moves by a second a GB
     // when the machine is shared).
-    let mut stages: [Vec<f64>; 4] = Default::default();
-    let mut walls: [Vec<f64>; 3] = Default::default();
+    let mut spent: [Vec<(f64, f64)>; 4] = Default::default();
     for _ in 0..3 {
-        stages[0].push(cpu(&mut || {
+        spent[0].push(cpu_and_wall(&mut || {
             steptop::read_lines(path, &mut |_, _| {}).expect("read");
         }));
-        let t = Instant::now();
-        stages[1].push(cpu(&mut || {
+        spent[1].push(cpu_and_wall(&mut || {
             let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
             // The step records' boxes go back to the reader, as the monitor sends them.
             steptop::read_file(path, &mut feed, &mut |lines| {
@@ -377,9 +368,7 @@ fn time_stages(path: &Path, cfg: &Config) -> Stages {
             })
             .expect("read");
         }));
-        walls[0].push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        stages[2].push(cpu(&mut || {
+        spent[2].push(cpu_and_wall(&mut || {
             let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
             let mut model = Model::new(cfg.model);
             steptop::read_file(path, &mut feed, &mut |lines| {
@@ -403,21 +392,16 @@ fn time_stages(path: &Path, cfg: &Config) -> Stages {
             .expect("read");
             model.finish();
         }));
-        walls[1].push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        stages[3].push(cpu(&mut || {
+        spent[3].push(cpu_and_wall(&mut || {
             steptop::analyze(&[path.to_path_buf()], cfg).expect("analyze");
         }));
-        walls[2].push(t.elapsed().as_secs_f64());
     }
-    let [parsing, model, report] = walls.map(middle);
+    let medians = |part: fn(&(f64, f64)) -> f64| {
+        std::array::from_fn(|i| middle(spent[i].iter().map(part).collect()))
+    };
     Stages {
-        cpu: stages.map(middle),
-        wall: Walls {
-            parsing,
-            model,
-            report,
-        },
+        cpu: medians(|s| s.0),
+        wall: medians(|s| s.1),
     }
 }
 
@@ -477,9 +461,14 @@ fn history_read(path: &Path, cfg: &Config) -> Option<f64> {
 
 /// The CPU seconds `f` takes, all threads of this process.
 fn cpu(f: &mut dyn FnMut()) -> f64 {
-    let before = cpu_seconds();
+    cpu_and_wall(f).0
+}
+
+/// The CPU seconds `f` takes, all threads of this process, and its wall seconds.
+fn cpu_and_wall(f: &mut dyn FnMut()) -> (f64, f64) {
+    let (before, t) = (cpu_seconds(), Instant::now());
     f();
-    cpu_seconds() - before
+    (cpu_seconds() - before, t.elapsed().as_secs_f64())
 }
 
 /// CPU seconds this process has used, all threads (user and system, in ticks of 1/100 s).
