@@ -61,13 +61,15 @@ pub use sink::metrics::{Endpoint, exposition};
 pub use sink::report::analyze;
 
 /// The internals that snapshot and integration tests check directly: the live view's parts,
-/// the probes' pieces, the text helpers and the rules' table. Not steptop's offer; kept
-/// narrow so that what is public above says what steptop is.
+/// the probes' pieces, the text helpers and the rules' table; and the shape key, whose cost
+/// the throughput bench prints as the parser's floor. Not steptop's offer; kept narrow so
+/// that what is public above says what steptop is.
 #[doc(hidden)]
 pub mod testing {
     pub use crate::common::{display, units};
     pub use crate::diagnose::rules::RULES;
     pub use crate::model::breakdown::Over;
+    pub use crate::parse::shape_key;
     pub use crate::probe::gpu::select::CudaEnv;
     pub use crate::probe::gpu::{GpuProbe, open as open_nvml};
     pub use crate::probe::trainer::by_log_writer;

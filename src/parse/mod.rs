@@ -21,6 +21,8 @@ pub mod user;
 
 use std::sync::Arc;
 
+pub use shape::shape_key;
+
 use record::{CacheRecord, ConfigFact, EventKind, Format, Record, StepBoxes, StepRecord};
 
 /// What a line said besides its records.

@@ -7,9 +7,10 @@
 //! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
 //! then, on one long run (its config line, then every line a step, a quarter of the size),
 //! report against the script, the diagnosis's cost per step, where its windows are full, and
-//! the CPU-seconds of its stages; and for both logs the wall time of parsing alone, with the
-//! model, and of the whole report in this process, which shows whether the parser's thread or
-//! the monitor's bounds it.
+//! the CPU-seconds of its stages; and for both logs the parser's floor (what taking each line's
+//! shape costs before a figure is read), and the wall time of parsing alone, with the model,
+//! and of the whole report in this process, which shows whether the parser's thread or the
+//! monitor's bounds it.
 //! Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
 //! it, to profile on it.
@@ -83,6 +84,11 @@ fn main() {
         diagnosis,
         (full - model) / gb - diagnosis,
         full / gb
+    );
+    print_floor(
+        "the mixed log's",
+        parsing_floor(&path, gb),
+        (parsing - reading) / gb,
     );
     stages.print_walls("the mixed log's", gb);
     println!(
@@ -223,7 +229,53 @@ fn main() {
         (full - model) / one_gb,
         full / one_gb
     );
+    print_floor(
+        "the long run's",
+        parsing_floor(&one_run, one_gb),
+        (parsing - reading) / one_gb,
+    );
     one_stages.print_walls("the long run's", one_gb);
+}
+
+/// The parser's floor on `path`, in seconds per GB: what any reader that knows lines by their
+/// shape takes of each line before it reads a figure, its UTF-8 check and its shape's key.
+/// Timed as reading the lines with and without it, alternating (medians of 5, wall time: one
+/// thread, and CPU time comes in ticks too coarse for the long run).
+fn parsing_floor(path: &Path, gb: f64) -> f64 {
+    let (mut plain, mut keyed) = (Vec::new(), Vec::new());
+    let mut keys = 0u64;
+    for _ in 0..5 {
+        plain.push(
+            cpu_and_wall(&mut || {
+                steptop::read_lines(path, &mut |_, line| {
+                    keys = keys.wrapping_add(line.len() as u64);
+                })
+                .expect("read");
+            })
+            .1,
+        );
+        keyed.push(
+            cpu_and_wall(&mut || {
+                steptop::read_lines(path, &mut |_, line| {
+                    let utf8 = u64::from(std::str::from_utf8(line).is_ok());
+                    keys = keys.wrapping_add(steptop::testing::shape_key(line) ^ utf8);
+                })
+                .expect("read");
+            })
+            .1,
+        );
+    }
+    std::hint::black_box(keys);
+    (middle(keyed) - middle(plain)).max(0.0) / gb
+}
+
+/// The parser's floor beside parsing's CPU-seconds per GB.
+fn print_floor(log: &str, floor: f64, parsing: f64) {
+    println!(
+        "  {log} parsing floor (each line's UTF-8 check and shape key, no figure read): \
+         {floor:.2} s per GB, {:.0}% of parsing",
+        floor / parsing * 100.0
+    );
 }
 
 /// The diagnosis alone: the records of the file's first `DIAGNOSIS_BYTES` held in memory,
