@@ -85,12 +85,7 @@ fn main() {
         (full - model) / gb - diagnosis,
         full / gb
     );
-    print_floor(
-        "the mixed log's",
-        parsing_floor(&path, gb),
-        (parsing - reading) / gb,
-    );
-    stages.print_walls("the mixed log's", gb);
+    stages.print_bounds("the mixed log's", gb);
     println!(
         "  diagnosis: {:.2} us per evaluated step ({steps} steps, the file's first {:.0} MB)",
         diagnosis_s / steps.max(1) as f64 * 1e6,
@@ -229,19 +224,14 @@ fn main() {
         (full - model) / one_gb,
         full / one_gb
     );
-    print_floor(
-        "the long run's",
-        parsing_floor(&one_run, one_gb),
-        (parsing - reading) / one_gb,
-    );
-    one_stages.print_walls("the long run's", one_gb);
+    one_stages.print_bounds("the long run's", one_gb);
 }
 
-/// The parser's floor on `path`, in seconds per GB: what any reader that knows lines by their
-/// shape takes of each line before it reads a figure, its UTF-8 check and its shape's key.
-/// Timed as reading the lines with and without it, alternating (medians of 5, wall time: one
-/// thread, and CPU time comes in ticks too coarse for the long run).
-fn parsing_floor(path: &Path, gb: f64) -> f64 {
+/// The parser's floor on `path`, in seconds: what any reader that knows lines by their shape
+/// takes of each line before it reads a figure, its UTF-8 check and its shape's key. Timed as
+/// reading the lines with and without it, alternating (medians of 5, wall time: one thread,
+/// and CPU time comes in ticks too coarse for the long run).
+fn parsing_floor(path: &Path) -> f64 {
     let (mut plain, mut keyed) = (Vec::new(), Vec::new());
     let mut keys = 0u64;
     for _ in 0..5 {
@@ -266,16 +256,7 @@ fn parsing_floor(path: &Path, gb: f64) -> f64 {
         );
     }
     std::hint::black_box(keys);
-    (middle(keyed) - middle(plain)).max(0.0) / gb
-}
-
-/// The parser's floor beside parsing's CPU-seconds per GB.
-fn print_floor(log: &str, floor: f64, parsing: f64) {
-    println!(
-        "  {log} parsing floor (each line's UTF-8 check and shape key, no figure read): \
-         {floor:.2} s per GB, {:.0}% of parsing",
-        floor / parsing * 100.0
-    );
+    (middle(keyed) - middle(plain)).max(0.0)
 }
 
 /// The diagnosis alone: the records of the file's first `DIAGNOSIS_BYTES` held in memory,
@@ -374,17 +355,27 @@ fn succeeds(cmd: &mut Command) -> bool {
 }
 
 /// CPU and wall seconds of each stage of reading a file as the report does (reading its
-/// lines; parsing; with the model; the whole report), medians of three rounds.
+/// lines; parsing; with the model; the whole report), medians of three rounds; and the
+/// parser's floor (`parsing_floor`).
 struct Stages {
     cpu: [f64; 4],
     wall: [f64; 4],
+    floor: f64,
 }
 
 impl Stages {
-    /// The wall times per GB: parsing alone (the reader and the parser's thread) as long as the
-    /// whole report says that the parser's thread bounds the report; much shorter, that the
-    /// monitor's thread does.
-    fn print_walls(&self, log: &str, gb: f64) {
+    /// What bounds the report, per GB: the parser's floor beside parsing's CPU-seconds; then
+    /// the wall times, where parsing alone (the reader and the parser's thread) as long as the
+    /// whole report says that the parser's thread bounds the report, and much shorter, that
+    /// the monitor's thread does.
+    fn print_bounds(&self, log: &str, gb: f64) {
+        let [reading, parsing, ..] = self.cpu;
+        println!(
+            "  {log} parsing floor (each line's UTF-8 check and shape key, no figure read): \
+             {:.2} s per GB, {:.0}% of parsing",
+            self.floor / gb,
+            self.floor / (parsing - reading) * 100.0
+        );
         let [_, parsing, model, report] = self.wall;
         println!(
             "  {log} wall seconds per GB (medians of 3): parsing {:.2}, with the model {:.2}, \
@@ -397,7 +388,8 @@ impl Stages {
     }
 }
 
-/// Times the stages of `path` (medians of three rounds), run as `report --format json` runs.
+/// Times the stages of `path` (medians of three rounds), run as `report --format json` runs,
+/// and its parser's floor.
 fn time_stages(path: &Path, cfg: &Config) -> Stages {
     // Three rounds of all four: a stage's median of three (one pass moves by a second a GB
     // when the machine is shared).
@@ -454,6 +446,7 @@ fn time_stages(path: &Path, cfg: &Config) -> Stages {
     Stages {
         cpu: medians(|s| s.0),
         wall: medians(|s| s.1),
+        floor: parsing_floor(path),
     }
 }
 
