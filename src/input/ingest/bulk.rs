@@ -228,6 +228,16 @@ impl Block {
         let (_, start, end) = self.lines[i];
         &self.bytes[start..end]
     }
+
+    /// Each line as a `str`, where it is one. The block is checked as UTF-8 once: a line whose
+    /// ends are character bounds in it is then a `str` with no check of its own (a line that
+    /// ends inside a character is not, and neither is any line of a block that is not UTF-8).
+    fn texts(&self) -> impl Iterator<Item = Option<&str>> {
+        let text = std::str::from_utf8(&self.bytes).ok();
+        self.lines
+            .iter()
+            .map(move |&(_, start, end)| text.and_then(|t| t.get(start..end)))
+    }
 }
 
 /// A block's lines through the feed as they are parsed: what the pool's threads do, with the
@@ -243,11 +253,7 @@ fn parse_in_place(
         home: Home::to(home),
         ..Lines::default()
     };
-    // Checked once for the block, as a parser thread checks its blocks.
-    let text = std::str::from_utf8(&block.bytes).ok();
-    for i in 0..block.lines.len() {
-        let (_, start, end) = block.lines[i];
-        let utf8 = text.and_then(|t| t.get(start..end));
+    for (i, utf8) in block.texts().enumerate() {
         push(&mut out, &block, i, |line_no, raw, sink| {
             feed.line_named(Some(names), (line_no, raw, utf8), None, sink)
         });
@@ -302,12 +308,8 @@ fn parse_block(parser: &mut Parser, names: &mut ShapeNames, block: Block) -> Par
         block: Block::default(),
         shapes: Vec::new(),
     };
-    // Checked once for the block: a line whose ends are character bounds in it is then a
-    // `str` with no check of its own (a line that ends inside a character is not).
-    let text = std::str::from_utf8(&block.bytes).ok();
-    for (i, &(_, start, end)) in block.lines.iter().enumerate() {
+    for (i, (&(_, start, end), utf8)) in block.lines.iter().zip(block.texts()).enumerate() {
         let before = parsed.records.len();
-        let utf8 = text.and_then(|t| t.get(start..end));
         let info = parser.parse_known(block.raw(i), utf8, &mut parsed.records);
         let count = parsed.records.len() - before;
         if read_nothing(&info, count) {
