@@ -61,8 +61,8 @@ fn write_log(path: PathBuf, period_ms: u64, data_ms: f64, steps: u64, stop: Arc<
 }
 
 /// A headless steptop following `log` as `host`, node `node` of Slurm job 4242, with its
-/// metrics on a free loopback port; returns it and that address.
-fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
+/// metrics on a free loopback port and `extra` arguments; returns it and that address.
+fn node(dir: &Path, host: &str, node: u32, log: &Path, extra: &[&str]) -> (Proc, String) {
     let mut cmd = support::steptop();
     for var in support::JOB_VARS {
         cmd.env_remove(var);
@@ -74,6 +74,7 @@ fn node(dir: &Path, host: &str, node: u32, log: &Path) -> (Proc, String) {
         .current_dir(dir)
         .args(["--headless", "--no-stacks", "--interval", "250ms"])
         .args(["--host", host, "--metrics-addr", "0"])
+        .args(extra)
         .arg(log)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -276,7 +277,7 @@ fn the_cluster_table_names_the_data_bound_the_straggler_and_the_stopped_node() {
         let log = dir.path().join(format!("{host}.log"));
         std::fs::write(&log, "").unwrap();
         write_log(log.clone(), *period, *data, *steps, stop.clone());
-        let (p, addr) = node(dir.path(), host, i as u32, &log);
+        let (p, addr) = node(dir.path(), host, i as u32, &log, &[]);
         steptops.push(Some(p));
         addrs.push(addr);
     }
@@ -437,6 +438,63 @@ fn the_cluster_table_names_the_data_bound_the_straggler_and_the_stopped_node() {
     t.wait("the help closed", |s| !s.contains("keys (Esc closes)"));
     t.keys(&["q"]);
     t.wait("steptop's exit", |s| s.contains("exit=0"));
+    stop.store(true, Ordering::Relaxed);
+}
+
+/// Four nodes whose steptops read logs only (`--no-probe`, as on a login node that reads
+/// them from shared storage): three logs grow, and the fourth is a real Megatron run that
+/// hung at iteration 344 (fixtures/wild), still there and never growing. Without probes no
+/// sample moves the clock; the frozen node must still be told stale and stalled, with a
+/// freshness the cluster can judge.
+#[test]
+fn a_node_whose_log_stopped_is_stale_when_steptop_reads_logs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The stall's thresholds in seconds, not minutes: the clock is what is tested.
+    let config = dir.path().join("stall.toml");
+    std::fs::write(
+        &config,
+        "[rules.stalled]\nfactor = 2\nmin-seconds = 3\nsustain = 1\n",
+    )
+    .unwrap();
+    let args = ["--no-probe", "--config", config.to_str().unwrap()];
+    let mut addrs = Vec::new();
+    let mut steptops = Vec::new();
+    for (i, host) in ["node1", "node2", "node3"].iter().enumerate() {
+        let log = dir.path().join(format!("{host}.log"));
+        std::fs::write(&log, "").unwrap();
+        write_log(log.clone(), 100, 2.0, 100_000, stop.clone());
+        let (p, addr) = node(dir.path(), host, i as u32, &log, &args);
+        steptops.push(p);
+        addrs.push(addr);
+    }
+    let frozen = root().join("fixtures/wild/megatron-gh200-40rank-hang/stdout.log");
+    let (p, addr) = node(dir.path(), "node4", 3, &frozen, &args);
+    steptops.push(p);
+    addrs.push(addr);
+    let (_prom, url) = prometheus(dir.path(), &addrs, &[]);
+    let table = table_until(&url, "the frozen node stale and stalled", |t| {
+        row(t, "node4").is_some_and(|r| {
+            r["state"] == "stale"
+                && r["alerts"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|a| a["rule"] == "stalled"))
+        }) && ["node1", "node2", "node3"]
+            .iter()
+            .all(|n| row(t, n).is_some_and(|r| r["state"] == "up"))
+    });
+    let frozen = row(&table, "node4").unwrap();
+    assert_eq!(frozen["step"], 344.0, "{frozen:#}");
+    assert!(
+        frozen["step_age_s"].as_f64().is_some_and(|a| a > 0.0),
+        "a freshness the cluster can judge: {frozen:#}"
+    );
+    assert!(
+        frozen["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("a run that ended long ago")),
+        "{frozen:#}"
+    );
     stop.store(true, Ordering::Relaxed);
 }
 

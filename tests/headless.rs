@@ -2,7 +2,7 @@
 //! fixtures), replay at max speed against report, `--fail-on` exit codes, the `--exec` hook,
 //! a closed pipe, SIGTERM and `--until-exit`. `STEPTOP_BLESS=1` rewrites the snapshots.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -593,4 +593,163 @@ fn inside_a_slurm_job_each_json_line_names_the_job_node_and_rank() {
             "{a}"
         );
     }
+}
+
+/// Stdout of a headless steptop, line by line as it prints them, and the process (killed on
+/// drop).
+struct Following {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Following {
+    fn start(args: &[&str]) -> Following {
+        let mut child = steptop()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Following { child, lines }
+    }
+
+    /// The first JSON line for which `done` holds, within `secs` seconds.
+    fn until(
+        &self,
+        secs: u64,
+        what: &str,
+        done: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let v: serde_json::Value = serde_json::from_str(&line).expect("JSON lines");
+                    if done(&v) {
+                        return v;
+                    }
+                    seen.push(line);
+                }
+                Err(_) => panic!("never {what} in {secs} s; printed:\n{}", seen.join("\n")),
+            }
+        }
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A stall a few seconds long, so that the tests do not wait a minute for one: the rule's
+/// clock is what they test, not its default thresholds.
+fn quick_stall_config(dir: &Path) -> PathBuf {
+    let config = dir.join("stall.toml");
+    std::fs::write(
+        &config,
+        "[rules.stalled]\nfactor = 2\nmin-seconds = 3\nsustain = 1\ndwell = 0\ncooldown = 0\n",
+    )
+    .unwrap();
+    config
+}
+
+fn stalled_change(v: &serde_json::Value, change: &str) -> bool {
+    v["kind"] == "alert" && v["rule"] == "stalled" && v["change"] == change
+}
+
+/// Reading logs only (`--no-probe`, a login node reading shared storage), a log that stops is
+/// still a stall: time passes by the live loop's ticks, not only the probes' samples. The run
+/// here hung before steptop started; then one step comes live and the log stops again.
+#[test]
+fn with_the_probes_off_a_log_that_stops_raises_stalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let step = |s: u64| format!("step {s}/1000 | loss=2.5 | time=200.0ms\n");
+    std::fs::write(&log, (1..=60).map(step).collect::<String>()).unwrap();
+    let config = quick_stall_config(dir.path());
+    let run = Following::start(&[
+        "--headless",
+        "--no-probe",
+        "--format",
+        "json",
+        "--config",
+        config.to_str().unwrap(),
+        log.to_str().unwrap(),
+    ]);
+    let raised = run.until(30, "a stall raised", |v| stalled_change(v, "raised"));
+    assert_eq!(raised["step"], 60, "{raised}");
+    let title = raised["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("no new step since steptop started"),
+        "{raised}"
+    );
+    let evidence = raised["evidence"].to_string();
+    assert!(
+        evidence.contains("the last step, 60, was in the log when steptop started"),
+        "{raised}"
+    );
+    assert!(
+        evidence.contains("whether the trainer is alive is not known"),
+        "{raised}"
+    );
+
+    // One step live: the stall is over; then none again: a stall of a live run.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(step(61).as_bytes())
+        .unwrap();
+    run.until(20, "the stall cleared", |v| stalled_change(v, "cleared"));
+    let again = run.until(30, "a stall raised again", |v| stalled_change(v, "raised"));
+    assert_eq!(again["step"], 61, "{again}");
+    assert!(
+        again["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("no new step for"),
+        "{again}"
+    );
+}
+
+/// A real Megatron run that hung at iteration 344 on 40 ranks (fixtures/wild), watched months
+/// later: not a live run pretending to be hung, but one that ended long before steptop started.
+#[test]
+fn a_log_that_ended_long_ago_is_said_to_be_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = quick_stall_config(dir.path());
+    let run = Following::start(&[
+        "--headless",
+        "--no-probe",
+        "--format",
+        "json",
+        "--config",
+        config.to_str().unwrap(),
+        "fixtures/wild/megatron-gh200-40rank-hang/stdout.log",
+    ]);
+    let raised = run.until(30, "the stall raised", |v| stalled_change(v, "raised"));
+    assert_eq!(raised["severity"], "info", "{raised}");
+    assert_eq!(raised["step"], 344, "{raised}");
+    let title = raised["title"].as_str().unwrap();
+    assert!(title.starts_with("a run that ended long ago"), "{raised}");
+    assert!(
+        raised["evidence"]
+            .to_string()
+            .contains("the log's last step was at 2026-04-15 11:31:50"),
+        "{raised}"
+    );
 }

@@ -37,6 +37,9 @@ pub enum Trigger {
     Block,
     /// A hardware sample, at its time.
     Sample(f64),
+    /// The live loop read the clock, at this time: the rules that count seconds see time
+    /// pass when no sample comes (probes off).
+    Tick(f64),
     /// A reading the log itself prints (its memory monitor): judged by the same rules as the
     /// samples.
     Reading,
@@ -93,6 +96,9 @@ pub struct Diagnosis {
     /// The latest changes, oldest first, and how many were ever made.
     changes: VecDeque<Change>,
     changes_made: u64,
+    /// Times an alert's words were rewritten: with the changes, what a view that shows the
+    /// words must redraw for.
+    rewords: u64,
     /// Old cleared alerts no longer kept.
     pub alerts_retired: u64,
     /// Alerts raised per rule (in `RULES` order), by the severity raised at, and by the
@@ -126,6 +132,9 @@ pub struct Diagnosis {
     run_first_id: u64,
     /// Steps evaluated (every run counted): what the diagnosis's cost is counted per.
     steps_evaluated: u64,
+    /// Whether the rules that count seconds count them on this machine's clock (samples,
+    /// ticks) rather than the log's: times taken on one are not compared with the other.
+    on_wall: bool,
 }
 
 impl Diagnosis {
@@ -137,6 +146,7 @@ impl Diagnosis {
             alert_ids: VecDeque::new(),
             changes: VecDeque::new(),
             changes_made: 0,
+            rewords: 0,
             alerts_retired: 0,
             raised_by_rule: vec![0; RULES.len()],
             raised_at: [0; 3],
@@ -154,6 +164,7 @@ impl Diagnosis {
             hidden_by: RULES.iter().map(|r| mask_of(r.hidden_by)).collect(),
             run_first_id: 0,
             steps_evaluated: 0,
+            on_wall: false,
         }
     }
 
@@ -209,7 +220,7 @@ impl Diagnosis {
                     self.evaluate(m, &[Basis::Events], step, false);
                 }
             }
-            Trigger::Sample(_) | Trigger::Reading => {
+            Trigger::Sample(_) | Trigger::Tick(_) | Trigger::Reading => {
                 let step = m.merged.last_step;
                 self.evaluate(m, &[Basis::Seconds], step, false);
             }
@@ -264,6 +275,12 @@ impl Diagnosis {
         (first + skip as u64..).zip(self.changes.range(skip..))
     }
 
+    /// Moves whenever an alert is raised, escalated, cleared or reworded: a view that shows
+    /// alerts has something new to draw when it differs from the last it drew.
+    pub fn revision(&self) -> u64 {
+        self.changes_made + self.rewords
+    }
+
     /// Alerts ever raised.
     pub fn raised(&self) -> u64 {
         self.raised_at.iter().sum()
@@ -315,6 +332,7 @@ impl Diagnosis {
                 && let Ok(a) = self.alert_ids.binary_search(&id)
             {
                 reword(&mut self.alerts[a], f);
+                self.rewords += 1;
             }
         }
     }
@@ -348,6 +366,10 @@ impl Diagnosis {
         };
         let in_bases = bases.iter().fold(0, |all, b| all | of(*b));
         let quiet = if from_event { 0 } else { of(Basis::Events) };
+        if in_bases & self.of_basis[1] != 0 && m.wall.now.is_some() != self.on_wall {
+            self.on_wall = m.wall.now.is_some();
+            self.restart_seconds(m.wall.now.unwrap_or_else(|| m.rule_clock()));
+        }
         let mut visit = in_bases & (!(quiet | !self.met.1) | self.busy);
         while visit != 0 {
             let i = visit.trailing_zeros() as usize;
@@ -357,11 +379,9 @@ impl Diagnosis {
                 Basis::Steps => (self.scored as f64, log_time),
                 Basis::Events => (self.steps_seen as f64, log_time),
                 Basis::Seconds => {
-                    // Without samples, the log's own readings on the run's clock.
-                    let t = m
-                        .hardware
-                        .latest()
-                        .map_or_else(|| m.rule_clock(), |s| s.time);
+                    // This machine's clock (samples, ticks); without it, the log's own
+                    // readings on the run's clock.
+                    let t = m.wall.now.unwrap_or_else(|| m.rule_clock());
                     (t, t)
                 }
             };
@@ -399,6 +419,26 @@ impl Diagnosis {
             }),
             "the busy bits are out of step with the rule states"
         );
+    }
+
+    /// The rules that count seconds start counting again at `now`, on a clock that just
+    /// changed (the log's history was read before the first sample or tick): a sustain begun
+    /// at a log time is not held by the difference between the two clocks.
+    fn restart_seconds(&mut self, now: f64) {
+        for (i, rule) in RULES.iter().enumerate() {
+            if rule.basis != Basis::Seconds {
+                continue;
+            }
+            let s = &mut self.states[i];
+            s.entering = None;
+            s.leaving = None;
+            s.cleared = None;
+            if let Some((_, raised)) = &mut s.active {
+                *raised = now;
+                s.refreshed = now;
+            }
+            self.note_busy(i);
+        }
     }
 
     /// Keeps rule `i`'s bit in `busy` as its state is, after the state changed.
@@ -485,6 +525,7 @@ impl Diagnosis {
                             state.peak = Some(Box::new(words.clone()));
                         }
                         reword(alert, words);
+                        self.rewords += 1;
                     }
                 }
                 if let Some(sev) = escalate {

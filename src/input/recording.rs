@@ -152,7 +152,9 @@ impl Recorder {
                     stacks: stacks.clone(),
                 }),
             },
+            // A recording always holds samples, which carry the same clock.
             Msg::Status { .. }
+            | Msg::Tick(_)
             | Msg::CaughtUp { .. }
             | Msg::HistorySize { .. }
             | Msg::InputStopped { .. }

@@ -9,6 +9,7 @@ pub mod basis;
 pub mod batch;
 pub mod breakdown;
 pub mod cache;
+pub mod clock;
 pub mod counters;
 pub mod hardware;
 pub mod job;
@@ -168,6 +169,11 @@ pub struct Model {
     /// neither timestamps nor logged step times (only rates).
     step_clock_s: f64,
     pub last_time: Option<f64>,
+    /// This machine's clock, as the samples and the live loop's ticks read it.
+    pub wall: clock::WallClock,
+    /// Whether the records being applied arrived live (a followed file's new lines), rather
+    /// than being in a file when steptop read it: set by the monitor for each line.
+    pub arriving: bool,
     pub hardware: Hardware,
     /// The trainer's Python stacks, sampled.
     pub stacks: stacks::Stacks,
@@ -375,6 +381,8 @@ impl Model {
             real_time: false,
             step_clock_s: 0.0,
             last_time: None,
+            wall: clock::WallClock::default(),
+            arriving: false,
             hardware: Hardware::default(),
             stacks: stacks::Stacks::default(),
             timeline: Timeline::default(),
@@ -442,6 +450,8 @@ impl Model {
             real_time: _,
             step_clock_s: _,
             last_time: _,
+            wall: _,
+            arriving: _,
             hardware: _,
             stacks,
             timeline,
@@ -667,9 +677,15 @@ impl Model {
             .or_insert_with(|| self.spare_ranks.take(window))
     }
 
+    /// The live loop read this machine's clock: time passes with no sample and no line.
+    pub fn tick(&mut self, now: f64) {
+        self.wall.read(now);
+    }
+
     /// Folds one hardware sample into the model; a GPU lost or back is an event.
     pub fn apply_sample(&mut self, sample: crate::model::sample::Sample) {
         let time = sample.time;
+        self.wall.read(time);
         for change in self.hardware.apply(sample) {
             let (kind, text) = match change {
                 GpuChange::Lost { why, .. } => (EventKind::GpuLost, why),
@@ -721,7 +737,7 @@ impl Model {
             (stamp.time, stamp.real_time),
             d.step_time_ms,
             || recent.last_n(20).map(|s| s.p50),
-            self.hardware.latest().map(|s| s.time),
+            (self.wall.now, self.arriving),
         );
         rank.push(d, stamp.time);
         self.merged.push(d, stamp.time);
@@ -792,6 +808,8 @@ mod tests {
         fresh.events = std::mem::take(&mut m.events);
         fresh.event_counts = std::mem::take(&mut m.event_counts);
         fresh.hardware = std::mem::take(&mut m.hardware);
+        fresh.wall = m.wall;
+        fresh.arriving = m.arriving;
         fresh.log = std::mem::take(&mut m.log);
         fresh.runs = std::mem::take(&mut m.runs);
         fresh.runs_dropped = m.runs_dropped;

@@ -64,8 +64,12 @@ pub struct Timeline {
     pub last_time: Option<f64>,
     /// The boundary logged since the last step.
     pub pending: Option<EventKind>,
-    /// The samples' clock when the last step came: Some(None) when no sample had come yet.
+    /// This machine's clock (samples, ticks) when the last step came: Some(None) when it had
+    /// not been read yet.
     pub step_clock: Option<Option<f64>>,
+    /// Whether the last step arrived live, rather than in what its file held when steptop
+    /// started (a run that hung before steptop started has no live step).
+    pub step_live: bool,
     /// The samples' clock when the first step came after readings (the readings before it
     /// are the job's start: imports, loading, the first compile), or when steps came again
     /// after a gap of `GAP_S` or more.
@@ -103,14 +107,15 @@ impl Timeline {
     }
 
     /// A step record: its number, log time, whether that time is real, its step time, the
-    /// usual step time before it (asked only after a boundary), and the samples' clock.
+    /// usual step time before it (asked only after a boundary), this machine's clock, and
+    /// whether the record arrived live.
     pub fn step(
         &mut self,
         step: Option<u64>,
         time: (f64, bool),
         ms: Option<f64>,
         usual_ms: impl FnOnce() -> Option<f64>,
-        clock: Option<f64>,
+        (clock, live): (Option<f64>, bool),
     ) {
         // A record with neither a step nor a time (an engine's learning rate) marks nothing:
         // the boundary before it belongs to the step that comes.
@@ -126,6 +131,7 @@ impl Timeline {
             _ => {}
         }
         self.step_clock = Some(clock);
+        self.step_live = live;
         // Every rank logs each step (and a report reads rank by rank): the first line of a
         // step is the one that counts. A step number that goes back is a new epoch counting
         // from its start only after an epoch end or from 0 or 1.
@@ -182,6 +188,14 @@ impl Timeline {
         }
     }
 
+    /// When this machine's clock saw the last step come: for a step that was already in its
+    /// file, or came before the clock was read, when the clock was first read (about when
+    /// steptop started). None before any step or any reading.
+    pub fn step_seen(&self, wall: &super::clock::WallClock) -> Option<f64> {
+        let at = self.step_clock?;
+        at.filter(|_| self.step_live).or(wall.first)
+    }
+
     /// The longest step time among the marks, in ms.
     pub fn longest_ms(&self) -> Option<f64> {
         self.peaks.front().map(|p| p.1)
@@ -229,7 +243,7 @@ mod tests {
             } else {
                 ms
             };
-            t.step(Some(i), (i as f64, true), Some(ms), || None, None);
+            t.step(Some(i), (i as f64, true), Some(ms), || None, (None, true));
             let max = t
                 .marks
                 .iter()
@@ -252,7 +266,7 @@ mod tests {
                 (i as f64, true),
                 Some(ms),
                 || Some(100.0),
-                Some(i as f64),
+                (Some(i as f64), true),
             );
         }
         assert!(t.pauses.seconds.count() > 0 && t.spread.is_some());
@@ -264,7 +278,13 @@ mod tests {
     fn a_pause_is_the_gap_around_a_boundary_less_a_usual_step() {
         let mut t = Timeline::default();
         for (i, s) in (1..=4).enumerate() {
-            t.step(Some(s), (i as f64, true), Some(1000.0), || None, None);
+            t.step(
+                Some(s),
+                (i as f64, true),
+                Some(1000.0),
+                || None,
+                (None, true),
+            );
         }
         t.boundary(EventKind::Eval);
         t.boundary(EventKind::Checkpoint);
@@ -274,7 +294,7 @@ mod tests {
             (34.0, true),
             Some(1000.0),
             || Some(1000.0),
-            Some(7.0),
+            (Some(7.0), true),
         );
         // Rank 1's line of step 5 changes nothing.
         t.step(
@@ -282,7 +302,7 @@ mod tests {
             (34.5, true),
             Some(1000.0),
             || Some(1000.0),
-            Some(7.0),
+            (Some(7.0), true),
         );
         assert_eq!(t.pauses.seconds.count(), 1);
         assert_eq!(t.pauses.seconds.mean(), Some(30.0));
@@ -326,7 +346,7 @@ mod tests {
             let bits = |s: Option<(f64, f64)>| s.map(|(a, b)| (a.to_bits(), b.to_bits()));
             let mut t = Timeline::default();
             for (i, ms) in times.iter().enumerate() {
-                t.step(Some(i as u64 + 1), (0.0, false), Some(*ms), || None, None);
+                t.step(Some(i as u64 + 1), (0.0, false), Some(*ms), || None, (None, true));
                 if t.pushed < SPREAD_EVERY || t.pushed.is_multiple_of(SPREAD_EVERY) {
                     let selected = spread(t.marks.iter().map(|m| m.ms));
                     prop_assert_eq!(bits(t.spread), bits(selected), "after {} steps", i + 1);
@@ -338,35 +358,71 @@ mod tests {
     #[test]
     fn the_readings_before_the_first_step_are_the_start_not_the_run() {
         let mut t = Timeline::default();
-        t.step(Some(0), (0.0, false), Some(1300.0), || None, Some(8.0));
+        t.step(
+            Some(0),
+            (0.0, false),
+            Some(1300.0),
+            || None,
+            (Some(8.0), true),
+        );
         assert_eq!(t.resumed_at, Some(8.0));
         assert_eq!(t.first_step_clock, Some(8.0));
-        t.step(Some(1), (0.0, false), Some(50.0), || None, Some(9.0));
+        t.step(
+            Some(1),
+            (0.0, false),
+            Some(50.0),
+            || None,
+            (Some(9.0), true),
+        );
         assert_eq!(t.resumed_at, Some(8.0));
     }
 
     #[test]
     fn steps_after_a_gap_by_the_samples_clock_are_a_resumption() {
         let mut t = Timeline::default();
-        t.step(Some(1), (0.0, false), Some(500.0), || None, None);
+        t.step(Some(1), (0.0, false), Some(500.0), || None, (None, true));
         // No sample yet, then steps every few seconds of sample time: no gap.
-        t.step(Some(2), (0.0, false), Some(500.0), || None, Some(100.0));
-        t.step(Some(3), (0.0, false), Some(500.0), || None, Some(110.0));
+        t.step(
+            Some(2),
+            (0.0, false),
+            Some(500.0),
+            || None,
+            (Some(100.0), true),
+        );
+        t.step(
+            Some(3),
+            (0.0, false),
+            Some(500.0),
+            || None,
+            (Some(110.0), true),
+        );
         assert_eq!(t.resumed_at, None);
         t.step(
             Some(4),
             (0.0, false),
             Some(500.0),
             || None,
-            Some(110.0 + GAP_S),
+            (Some(110.0 + GAP_S), true),
         );
         assert_eq!(t.resumed_at, Some(110.0 + GAP_S));
         assert_eq!(t.step_clock, Some(Some(110.0 + GAP_S)));
         // A step number that goes back without an epoch end is another rank's, not a step.
-        t.step(Some(2), (0.0, false), Some(500.0), || None, Some(150.0));
+        t.step(
+            Some(2),
+            (0.0, false),
+            Some(500.0),
+            || None,
+            (Some(150.0), true),
+        );
         assert_eq!(t.marks.back().map(|m| m.step), Some(Some(4)));
         t.boundary(EventKind::EpochEnd);
-        t.step(Some(2), (0.0, false), Some(500.0), || None, Some(151.0));
+        t.step(
+            Some(2),
+            (0.0, false),
+            Some(500.0),
+            || None,
+            (Some(151.0), true),
+        );
         assert_eq!(t.marks.back().map(|m| m.step), Some(Some(2)));
     }
 }

@@ -74,10 +74,11 @@ impl Monitor {
                 info,
                 records,
                 text,
-                ..
+                arrival,
             } => {
                 let logged = shown(text.as_bytes()).map(|t| (LineKind::of(&records), t));
                 let text = text.as_bytes();
+                self.model.arriving = arrival.is_some() || self.source(stamp.source).caught_up;
                 self.line(&stamp, &info, records.into_iter(), text, logged, None);
                 // The log pane shows every line.
                 true
@@ -108,6 +109,7 @@ impl Monitor {
                 self.sample(*sample);
                 true
             }
+            Msg::Tick(now) => self.tick(now),
             Msg::Stacks(reading) => {
                 self.model.stacks.apply(*reading);
                 true
@@ -131,6 +133,13 @@ impl Monitor {
             .into_iter()
             .peekable();
         let mut records = lines.records.into_iter();
+        // Lines in bulk are a file's history unless it was read to its end before them (a
+        // busy log read in blocks).
+        self.model.arriving = lines.heads.first().is_some_and(|h| {
+            self.sources
+                .get(h.stamp.source)
+                .is_some_and(|s| s.caught_up)
+        });
         for (i, head) in lines.heads.iter().enumerate() {
             let n = head.records as usize;
             let logged = shown
@@ -224,6 +233,21 @@ impl Monitor {
         let time = sample.time;
         self.model.apply_sample(sample);
         self.diagnosis.after(&self.model, Trigger::Sample(time));
+    }
+
+    /// This machine's clock read at `now`, then the rules that count seconds. True when an
+    /// alert changed or was reworded: otherwise a tick changes nothing a sink shows.
+    pub fn tick(&mut self, now: f64) -> bool {
+        let before = self.diagnosis.revision();
+        self.model.tick(now);
+        self.diagnosis.after(&self.model, Trigger::Tick(now));
+        self.diagnosis.revision() != before
+    }
+
+    /// Whether the live loop should read the clock into the monitor at `now`: when nothing
+    /// read it for `every` seconds (the sampler's readings do, every second, when probes run).
+    pub fn tick_due(&self, now: f64, every: f64) -> bool {
+        self.model.wall.now.is_none_or(|t| now - t >= every)
     }
 
     /// How far the history is read, of its bytes, while some file's is still being read:

@@ -41,6 +41,10 @@ pub enum Msg {
     /// The trainer's Python stacks: a sample of one process's main thread, or why a process
     /// cannot be sampled; read by the stack sampler thread.
     Stacks(Box<crate::model::stacks::StackReading>),
+    /// The live loop read this machine's clock (Unix seconds): how time passes when no
+    /// sample comes (probes off) and no line does (a hung job). A replay sends none: its time
+    /// is the replayed one.
+    Tick(f64),
     /// The input thread (following or replaying the logs) stopped for good, with the reason.
     InputStopped { reason: String },
     /// A key, a resize or a signal for the live view; the monitor ignores it.

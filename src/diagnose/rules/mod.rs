@@ -10,6 +10,7 @@ mod gpu_memory;
 mod input;
 mod memory;
 mod pace;
+mod stall;
 mod step;
 
 use super::needs::Needs;
@@ -37,7 +38,7 @@ pub static RULES: &[Rule] = &[
     events::CRASH_EVENT,
     events::NONFINITE_LOSS,
     events::LOSS_SCALE_UNSTABLE,
-    pace::STALLED,
+    stall::STALLED,
     input::LOADER_WORKERS_STARVED,
     input::INPUT_CPU_SATURATED,
     input::DATA_LOADING_BOUND,
@@ -142,6 +143,7 @@ mod tests {
             include_str!("input.rs"),
             include_str!("memory.rs"),
             include_str!("pace.rs"),
+            include_str!("stall.rs"),
             include_str!("step.rs"),
         ];
         for src in sources {

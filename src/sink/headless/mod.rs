@@ -125,6 +125,11 @@ impl Sink {
         let mut trainer_gone: Option<Instant> = None;
         let mut last_msg = Instant::now();
         let mut checked: Option<Instant> = None;
+        // The clock is read before any history, so that a run already hung when steptop
+        // started is judged from its start.
+        if !self.opts.replay {
+            self.handle(mon, Msg::Tick(unix_now()))?;
+        }
         loop {
             let wait = if self.opts.replay {
                 Duration::from_secs(3600)
@@ -160,6 +165,10 @@ impl Sink {
             }
             if !self.opts.replay {
                 self.now = unix_now();
+                // Time passes for the rules when no sample comes (probes off).
+                if mon.tick_due(self.now, WAKE.as_secs_f64()) {
+                    self.handle(mon, Msg::Tick(self.now))?;
+                }
                 self.wall_status(mon);
                 if let Some(pid) = self.opts.until_exit {
                     if trainer_gone.is_none() && checked.is_none_or(|c| c.elapsed() >= WAKE) {

@@ -195,9 +195,9 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
     );
     out.gauge(
         "last_step_seen_timestamp",
-        "When the latest step came, by this machine's clock: how fresh the log is",
+        "When the latest step came, by this machine's clock (steptop's start for a step already in the log then): how fresh the log is",
         Some(Unit::Seconds),
-        m.timeline.step_clock.flatten(),
+        m.timeline.step_seen(&m.wall),
     );
     // Two gauges, not a `quantile` label: that label belongs to summaries, which these are
     // not (a rolling window, not a scrape-to-scrape aggregation).

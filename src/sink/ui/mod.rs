@@ -20,7 +20,7 @@ use crate::common::error::Error;
 use crate::input::replay::pace::{Control, Speed};
 use crate::monitor::Monitor;
 use crate::monitor::keys::UiEvent;
-use crate::monitor::msg::Msg;
+use crate::monitor::msg::{Msg, unix_now};
 use crate::settings::theme::Theme;
 use crate::sink::metrics::Publisher;
 use panes::View;
@@ -129,6 +129,9 @@ impl App {
         inbox: &Receiver<Msg>,
     ) -> Result<(), Error> {
         let draw_err = |e: std::io::Error| Error::Runtime(format!("cannot draw: {e}"));
+        // The clock is read before any history, so that a run already hung when steptop
+        // started is judged from its start.
+        self.tick();
         // The first frame comes before any history is read.
         screen.draw(|f| self.frame(f)).map_err(draw_err)?;
         let mut last_draw = Instant::now();
@@ -162,6 +165,7 @@ impl App {
             if self.ui.quit {
                 return Ok(());
             }
+            dirty |= self.tick();
             if let Some(m) = &mut self.metrics {
                 m.tick(&self.mon);
             }
@@ -225,6 +229,17 @@ impl App {
                 changed && self.frozen.is_none()
             }
         }
+    }
+
+    /// Reads the clock into the monitor when nothing else did for a second (the probes'
+    /// samples do when they run): time passes for the rules with no sample and no line. A
+    /// replay's time is the replayed one. True when the screen changes.
+    fn tick(&mut self) -> bool {
+        let now = unix_now();
+        if self.control.is_some() || !self.mon.tick_due(now, TICK.as_secs_f64()) {
+            return false;
+        }
+        self.handle(Msg::Tick(now))
     }
 
     /// Sends the replay thread what the keys changed of the replay.
