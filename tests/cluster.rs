@@ -63,13 +63,25 @@ fn write_log(path: PathBuf, period_ms: u64, data_ms: f64, steps: u64, stop: Arc<
 /// A headless steptop following `log` as `host`, node `node` of Slurm job 4242, with its
 /// metrics on a free loopback port and `extra` arguments; returns it and that address.
 fn node(dir: &Path, host: &str, node: u32, log: &Path, extra: &[&str]) -> (Proc, String) {
+    node_of_job(dir, "cluster-test", host, node, log, extra)
+}
+
+/// `node`, in a job of this name.
+fn node_of_job(
+    dir: &Path,
+    job_name: &str,
+    host: &str,
+    node: u32,
+    log: &Path,
+    extra: &[&str],
+) -> (Proc, String) {
     let mut cmd = support::steptop();
     for var in support::JOB_VARS {
         cmd.env_remove(var);
     }
     let mut child = cmd
         .env("SLURM_JOB_ID", "4242")
-        .env("SLURM_JOB_NAME", "cluster-test")
+        .env("SLURM_JOB_NAME", job_name)
         .env("SLURM_NODEID", node.to_string())
         .current_dir(dir)
         .args(["--headless", "--no-stacks", "--interval", "250ms"])
@@ -250,6 +262,11 @@ const DATA_RULES: [&str; 3] = [
     "loader_workers_starved",
 ];
 
+/// Held by the tests that start four steptops and a Prometheus: on two cores, two such tests
+/// at once saturate the CPUs, and the data-bound node is then named by
+/// `input_cpu_saturated` rather than by what its log says.
+static WHOLE_MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn near(v: &Value, want: f64) -> bool {
     v.as_f64()
         .is_some_and(|x| (x - want).abs() <= 1e-6 * want.abs().max(1.0))
@@ -257,6 +274,9 @@ fn near(v: &Value, want: f64) -> bool {
 
 #[test]
 fn the_cluster_table_names_the_data_bound_the_straggler_and_the_stopped_node() {
+    let _machine = WHOLE_MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let rtx =
@@ -448,6 +468,9 @@ fn the_cluster_table_names_the_data_bound_the_straggler_and_the_stopped_node() {
 /// freshness the cluster can judge.
 #[test]
 fn a_node_whose_log_stopped_is_stale_when_steptop_reads_logs_only() {
+    let _machine = WHOLE_MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     // The stall's thresholds in seconds, not minutes: the clock is what is tested.
@@ -458,18 +481,21 @@ fn a_node_whose_log_stopped_is_stale_when_steptop_reads_logs_only() {
     )
     .unwrap();
     let args = ["--no-probe", "--config", config.to_str().unwrap()];
+    // A job name any user of a shared cluster may choose: a title change, a cleared screen,
+    // text reversed.
+    let job = "job\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}evil";
     let mut addrs = Vec::new();
     let mut steptops = Vec::new();
     for (i, host) in ["node1", "node2", "node3"].iter().enumerate() {
         let log = dir.path().join(format!("{host}.log"));
         std::fs::write(&log, "").unwrap();
         write_log(log.clone(), 100, 2.0, 100_000, stop.clone());
-        let (p, addr) = node(dir.path(), host, i as u32, &log, &args);
+        let (p, addr) = node_of_job(dir.path(), job, host, i as u32, &log, &args);
         steptops.push(p);
         addrs.push(addr);
     }
     let frozen = root().join("fixtures/wild/megatron-gh200-40rank-hang/stdout.log");
-    let (p, addr) = node(dir.path(), "node4", 3, &frozen, &args);
+    let (p, addr) = node_of_job(dir.path(), job, "node4", 3, &frozen, &args);
     steptops.push(p);
     addrs.push(addr);
     let (_prom, url) = prometheus(dir.path(), &addrs, &[]);
@@ -494,6 +520,24 @@ fn a_node_whose_log_stopped_is_stale_when_steptop_reads_logs_only() {
             .as_str()
             .is_some_and(|w| w.starts_with("a run that ended long ago")),
         "{frozen:#}"
+    );
+    // JSON keeps the job's name exactly; the text shows it escaped, and no control character
+    // or bidi override of it reaches the terminal.
+    assert_eq!(table["jobs"][0]["job_name"], job, "{table:#}");
+    let (ok, text, _) = cluster_once(&url, "text");
+    assert!(ok);
+    assert!(
+        text.contains("(job\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{202e}evil)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "raw control characters: {text:?}"
+    );
+    let (ok, json, _) = cluster_once(&url, "json");
+    assert!(
+        ok && !json.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "{json:?}"
     );
     stop.store(true, Ordering::Relaxed);
 }

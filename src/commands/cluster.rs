@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use super::cli::{ClusterArgs, OnceFormat};
-use super::{load_config, write_stdout};
+use super::{Output, load_config, write_stdout};
 use crate::cluster::fetch::fetch;
 use crate::cluster::queries::Selector;
 use crate::cluster::table::{self, Limits};
@@ -76,11 +76,11 @@ pub fn run(args: &ClusterArgs) -> Result<(), Error> {
             )));
         }
         let table = table::build(&fetched, limits);
-        let text = match args.format {
-            OnceFormat::Text => cluster::text::render(prom.url(), &table),
-            OnceFormat::Json => cluster::json(prom.url(), &table) + "\n",
+        let output = match args.format {
+            OnceFormat::Text => Output::Text(cluster::text::render(prom.url(), &table)),
+            OnceFormat::Json => Output::Json(cluster::json(prom.url(), &table) + "\n"),
         };
-        return write_stdout(&text).map(|_| ());
+        return write_stdout(output).map(|_| ());
     }
     if !std::io::stdout().is_terminal() {
         return Err(Error::Usage(

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use super::cli::{CompareArgs, CompareFormat};
-use super::{load_config, run_label, run_paths, write_stdout};
+use super::{Output, load_config, run_label, run_paths, write_stdout};
 use crate::common::error::Error;
 use crate::settings::config::Config;
 use crate::settings::theme;
@@ -59,25 +59,25 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
     }
     let total = progress::total_bytes(runs.iter().flat_map(|r| &r.paths));
     let c = compare::compare(&runs, &cfg, &Progress::new(total, args.quiet))?;
-    let text = match args.format {
+    let output = match args.format {
         CompareFormat::Text => {
             // Colours only on a terminal, in the theme the live view would use.
             let theme = std::io::stdout()
                 .is_terminal()
                 .then(|| theme::Theme::choose(None, std::env::var("NO_COLOR").ok().as_deref()).ok())
                 .flatten();
-            compare::render::text(&c, theme.as_ref())
+            Output::Painted(compare::render::text(&c, theme.as_ref()))
         }
-        CompareFormat::Markdown => compare::render::markdown(&c),
-        CompareFormat::Html => compare::html::render(&c),
+        CompareFormat::Markdown => Output::Text(compare::render::markdown(&c)),
+        CompareFormat::Html => Output::Text(compare::html::render(&c)),
         CompareFormat::Json => {
             let mut s =
                 serde_json::to_string_pretty(&c).map_err(|e| Error::Runtime(e.to_string()))?;
             s.push('\n');
-            s
+            Output::Json(s)
         }
     };
-    write_stdout(&text).map(|_| ())
+    write_stdout(output).map(|_| ())
 }
 
 /// The runs one input holds (a log with appended runs, restarts or resumes), to compare

@@ -2,7 +2,7 @@
 //! argument parser.
 
 use super::cli::{Cli, Command};
-use super::write_stdout;
+use super::{Output, write_stdout};
 use crate::common::error::Error;
 
 /// Prints the completion script or the man page.
@@ -18,6 +18,6 @@ pub fn run(what: &Command) -> Result<(), Error> {
             .render(&mut out)
             .map_err(|e| Error::Runtime(format!("cannot write the man page: {e}")))?,
     }
-    write_stdout(&String::from_utf8_lossy(&out))?;
+    write_stdout(Output::Text(String::from_utf8_lossy(&out).into_owned()))?;
     Ok(())
 }

@@ -18,6 +18,7 @@ mod sink;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::common::display;
 use crate::common::error::Error;
 use crate::input::{InputSpec, run_dir};
 use crate::settings::config::Config;
@@ -45,7 +46,7 @@ pub(super) fn run_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
             run_dir::MAX_DEPTH
         )));
     }
-    eprintln!("{}", run_dir::summary(dir, &found));
+    eprintln!("{}", display::terminal(&run_dir::summary(dir, &found)));
     Ok(found.files)
 }
 
@@ -85,8 +86,24 @@ pub(super) fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
     Ok(paths)
 }
 
-/// Writes to stdout; a closed pipe (`| head`) ends quietly. False when the pipe is closed.
-pub(super) fn write_stdout(text: &str) -> Result<bool, Error> {
+/// What a command prints on stdout, by how it is made safe for a terminal.
+pub(super) enum Output {
+    /// Text for people (text, markdown, HTML, a generated file): through `display::terminal`.
+    Text(String),
+    /// JSON: through `display::json_terminal`, every value kept.
+    Json(String),
+    /// Text with steptop's own colours: each run through `display::terminal`, then coloured.
+    Painted(display::Painted),
+}
+
+/// Writes to stdout, made safe for a terminal whatever its text quotes; a closed pipe
+/// (`| head`) ends quietly. False when the pipe is closed.
+pub(super) fn write_stdout(output: Output) -> Result<bool, Error> {
+    let text = match &output {
+        Output::Text(t) => display::terminal(t),
+        Output::Json(j) => display::json_terminal(j),
+        Output::Painted(p) => std::borrow::Cow::Owned(p.for_terminal()),
+    };
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(true),

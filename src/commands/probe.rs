@@ -2,7 +2,7 @@
 //! optionally recorded with the logs' lines for a later replay.
 
 use super::cli::{ProbeArgs, ProbeFormat};
-use super::{load_config, write_stdout};
+use super::{Output, load_config, write_stdout};
 use crate::common::error::Error;
 use crate::input::{self, follow, recording};
 use crate::model::stacks::Stacks;
@@ -106,7 +106,11 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         if !args.once || args.format == ProbeFormat::Json {
             text.push('\n');
         }
-        if !write_stdout(&text)? || args.once {
+        let output = match args.format {
+            ProbeFormat::Text => Output::Text(text),
+            ProbeFormat::Json => Output::Json(text),
+        };
+        if !write_stdout(output)? || args.once {
             return Ok(());
         }
     }

@@ -1,7 +1,7 @@
 //! `steptop report LOG...`: a summary of finished logs, in text, markdown, HTML or JSON.
 
 use super::cli::{ReportArgs, ReportFormat};
-use super::{expand_inputs, load_config, write_stdout};
+use super::{Output, expand_inputs, load_config, write_stdout};
 use crate::common::error::Error;
 use crate::sink::progress::{self, Progress};
 use crate::sink::report;
@@ -16,16 +16,19 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
     // The bar is cleared before the report is printed.
     drop(progress);
     let r = report::Report::build(&analysis);
-    let text = match args.format {
-        ReportFormat::Text => report::render_text(&r),
-        ReportFormat::Markdown => report::render_markdown(&r),
-        ReportFormat::Html => report::render_html(&r, &report::Curves::of(&analysis.model)),
+    let output = match args.format {
+        ReportFormat::Text => Output::Text(report::render_text(&r)),
+        ReportFormat::Markdown => Output::Text(report::render_markdown(&r)),
+        ReportFormat::Html => Output::Text(report::render_html(
+            &r,
+            &report::Curves::of(&analysis.model),
+        )),
         ReportFormat::Json => {
             let mut s =
                 serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?;
             s.push('\n');
-            s
+            Output::Json(s)
         }
     };
-    write_stdout(&text).map(|_| ())
+    write_stdout(output).map(|_| ())
 }

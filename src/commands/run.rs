@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use super::cli::RunArgs;
 use super::load_config;
 use super::sink::{check_output, sink, watch};
+use crate::common::display;
 use crate::common::error::Error;
 use crate::input;
 use crate::probe;
@@ -80,10 +81,11 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
                 terminate(pid);
             }
         } else {
+            let log = args.log.display().to_string();
             eprintln!(
                 "steptop: the job (pid {pid}) goes on; its output still goes to {}. Waiting \
                  for it to end (Ctrl-C stops it).",
-                args.log.display()
+                display::terminal(&log)
             );
         }
     }

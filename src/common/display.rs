@@ -24,6 +24,8 @@ pub enum Tabs {
     /// line quoted in an alert), whose column in the log is unknown, so stops counted from our
     /// layout would be arbitrary and a wide gap would break the table.
     Space,
+    /// As it is: steptop's own output written whole ([`terminal`]), whose tabs it chose.
+    Kept,
 }
 
 /// Unicode format characters (general category Cf, as of Unicode 16), which a terminal draws
@@ -94,7 +96,7 @@ pub fn pad(text: &str, cells: usize) -> String {
 /// `INVISIBLE`) written as `\u{202e}`, tabs expanded as `tabs` says. Borrowed when there is
 /// nothing to change, the common case.
 pub fn shown(text: &str, tabs: Tabs) -> Cow<'_, str> {
-    if plain(text) {
+    if plain(text, tabs) {
         Cow::Borrowed(text)
     } else {
         Cow::Owned(escape(text, tabs))
@@ -103,20 +105,107 @@ pub fn shown(text: &str, tabs: Tabs) -> Cow<'_, str> {
 
 /// [`shown`] for text already owned, reusing it when nothing changes.
 pub fn shown_owned(text: String, tabs: Tabs) -> String {
-    if plain(text.as_str()) {
+    if plain(text.as_str(), tabs) {
         text
     } else {
         escape(&text, tabs)
     }
 }
 
+/// Everything steptop writes for a person to read (a report, a comparison, a probe's readings,
+/// the cluster's table, headless lines, an error) as the terminal must get it: every control
+/// character but newline and tab, and every invisible or reordering character (`INVISIBLE`),
+/// written as `\u{1b}`. Whatever a label, a file name or a log line holds, no escape sequence
+/// of it reaches the terminal: not a title change (`ESC ] 0 ;`), not a cleared screen
+/// (`ESC [ 2 J`), not text reversed by U+202E. The one function every text output goes
+/// through whole, where it is written; JSON goes through [`json_terminal`].
+pub fn terminal(text: &str) -> Cow<'_, str> {
+    shown(text, Tabs::Kept)
+}
+
+/// JSON made safe for a terminal with every value kept: each character [`terminal`] would
+/// escape is written as a JSON escape (`\u001b`, `\u202e`; a surrogate pair past U+FFFF).
+/// Outside its strings JSON holds only ASCII punctuation, digits, letters and white space, so
+/// such a character can only be inside a string, where the escape decodes to it.
+pub fn json_terminal(json: &str) -> Cow<'_, str> {
+    if plain(json, Tabs::Kept) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if c != '\n' && c != '\t' && hidden(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Text with steptop's own colours: plain runs and runs painted with an SGR code, built like a
+/// `String` (`write!`). [`Painted::for_terminal`] puts each run through [`terminal`] before it
+/// adds the colours, so the only escape sequences written are steptop's own colours.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Painted {
+    runs: Vec<(String, Option<String>)>,
+}
+
+impl Painted {
+    /// `text` in the colour of `sgr` (`32`, `38;5;208`), or plain without one.
+    pub fn paint(&mut self, text: &str, sgr: Option<&str>) {
+        match sgr {
+            Some(code) => self.runs.push((text.to_string(), Some(code.to_string()))),
+            None => {
+                let _ = self.write_str(text);
+            }
+        }
+    }
+
+    /// The text without its colours.
+    pub fn plain(&self) -> String {
+        self.runs.iter().map(|(t, _)| t.as_str()).collect()
+    }
+
+    /// The text as the terminal gets it: each run through [`terminal`], then coloured.
+    pub fn for_terminal(&self) -> String {
+        let mut out = String::new();
+        for (text, sgr) in &self.runs {
+            match sgr {
+                Some(code) => {
+                    let _ = write!(out, "\x1b[{code}m{}\x1b[0m", terminal(text));
+                }
+                None => out.push_str(&terminal(text)),
+            }
+        }
+        out
+    }
+}
+
+impl Write for Painted {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        match self.runs.last_mut() {
+            Some((text, None)) => text.push_str(s),
+            _ => self.runs.push((s.to_string(), None)),
+        }
+        Ok(())
+    }
+}
+
 /// True when `text` has nothing [`shown`] would change. Every character it escapes is outside
 /// ASCII but for tab and the other controls, so ASCII text is checked byte by byte.
-fn plain(text: &str) -> bool {
+fn plain(text: &str, tabs: Tabs) -> bool {
+    let tab_kept = tabs == Tabs::Kept;
     if text.is_ascii() {
-        return !text.bytes().any(|b| b.is_ascii_control() && b != b'\n');
+        return !text
+            .bytes()
+            .any(|b| b.is_ascii_control() && b != b'\n' && !(tab_kept && b == b'\t'));
     }
-    !text.chars().any(|c| c == '\t' || hidden(c))
+    !text
+        .chars()
+        .any(|c| if c == '\t' { !tab_kept } else { hidden(c) })
 }
 
 /// A character written as its code point. Control characters other than tab and newline
@@ -137,6 +226,10 @@ fn escape(text: &str, tabs: Tabs) -> String {
                 let n = match tabs {
                     Tabs::Stops => 8 - width(&out[line..]) % 8,
                     Tabs::Space => 1,
+                    Tabs::Kept => {
+                        out.push('\t');
+                        continue;
+                    }
                 };
                 out.extend(std::iter::repeat_n(' ', n));
             }

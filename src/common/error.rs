@@ -25,10 +25,14 @@ impl Error {
     }
 }
 
+/// An error's words as a terminal may show them: a message that quotes a file's name or
+/// content, a label or a line (`display::terminal`) never sends its control characters.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Runtime(m) | Error::Alerted(m) => f.write_str(m),
+            Error::Usage(m) | Error::Runtime(m) | Error::Alerted(m) => {
+                f.write_str(&super::display::terminal(m))
+            }
             Error::Job(code) => write!(f, "the job exited with code {code}"),
         }
     }

@@ -16,6 +16,10 @@ use crate::monitor::msg::{FileStatus, LineHead, Lines, Msg};
 use crate::parse::LineInfo;
 use crate::parse::record::{Record, StepBoxes, StepRecord};
 
+/// Seconds between the live loop's readings of the clock (`Msg::Tick`) when nothing else reads
+/// it: the stall rule counts in seconds, so finer would change nothing it says.
+const TICK_S: f64 = 1.0;
+
 /// Everything a sink shows, built only from messages: the model and its diagnosis, kept
 /// in step (every record and sample reaches both, in order).
 #[derive(Clone, Debug)]
@@ -245,9 +249,9 @@ impl Monitor {
     }
 
     /// Whether the live loop should read the clock into the monitor at `now`: when nothing
-    /// read it for `every` seconds (the sampler's readings do, every second, when probes run).
-    pub fn tick_due(&self, now: f64, every: f64) -> bool {
-        self.model.wall.now.is_none_or(|t| now - t >= every)
+    /// read it for a second (the sampler's readings do, every second, when probes run).
+    pub fn tick_due(&self, now: f64) -> bool {
+        self.model.wall.now.is_none_or(|t| now - t >= TICK_S)
     }
 
     /// How far the history is read, of its bytes, while some file's is still being read:

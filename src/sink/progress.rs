@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::common::display;
+
 /// How long the work runs before the bar is drawn.
 const DELAY: Duration = Duration::from_millis(500);
 
@@ -50,7 +52,7 @@ impl Progress {
                 || path.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             );
-            bar.set_message(format!("{n}/{of} {name}"));
+            bar.set_message(display::terminal(&format!("{n}/{of} {name}")).into_owned());
         }
     }
 

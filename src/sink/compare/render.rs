@@ -5,7 +5,7 @@ use std::fmt::Write;
 use ratatui::style::Color;
 
 use super::{Comparison, FigureChange};
-use crate::common::display;
+use crate::common::display::{self, Painted};
 use crate::settings::theme::{Role, Theme};
 use crate::sink::report::probe::words;
 
@@ -129,11 +129,9 @@ fn role_of(ch: &FigureChange) -> Role {
     }
 }
 
-/// `text` in the theme's colour for `role` (SGR sequences), or as it is without a theme.
-fn paint(text: String, role: Role, theme: Option<&Theme>) -> String {
-    let Some(fg) = theme.and_then(|t| t.style(role).fg) else {
-        return text;
-    };
+/// The SGR code of the theme's colour for `role`, if it has one.
+fn sgr(role: Role, theme: Option<&Theme>) -> Option<String> {
+    let fg = theme.and_then(|t| t.style(role).fg)?;
     let code = match fg {
         Color::Rgb(r, g, b) => format!("38;2;{r};{g};{b}"),
         Color::Indexed(n) => format!("38;5;{n}"),
@@ -153,15 +151,15 @@ fn paint(text: String, role: Role, theme: Option<&Theme>) -> String {
         Color::LightMagenta => "95".into(),
         Color::LightCyan => "96".into(),
         Color::White => "97".into(),
-        Color::Reset => return text,
+        Color::Reset => return None,
     };
-    format!("\x1b[{code}m{text}\x1b[0m")
+    Some(code)
 }
 
 /// The text form; with a theme (stdout is a terminal), changes are coloured by its roles:
 /// better, worse, or noise.
-pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
-    let mut o = String::new();
+pub fn text(c: &Comparison, theme: Option<&Theme>) -> Painted {
+    let mut o = Painted::default();
     let _ = writeln!(
         o,
         "steptop compare: {} runs, the first is the baseline",
@@ -182,6 +180,7 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
     }
     let _ = writeln!(o, "\n{}", head.trim_end());
     for (figure, base, cells) in table(c) {
+        // The row's plain text not yet written: its end is trimmed.
         let mut row = display::pad(
             &crate::sink::ui::widgets::fit(&label(&figure), FIGURE_W - 1),
             FIGURE_W,
@@ -190,10 +189,13 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
         for ch in cells {
             let v = display::pad(&ch.map(cell).unwrap_or_else(|| "-".into()), RUN_W);
             // Padded first, so colours never move the columns.
-            row.push_str(&match ch {
-                Some(ch) => paint(v, role_of(ch), theme),
-                None => v,
-            });
+            match ch.and_then(|ch| sgr(role_of(ch), theme)) {
+                Some(code) => {
+                    o.paint(&std::mem::take(&mut row), None);
+                    o.paint(&v, Some(&code));
+                }
+                None => row.push_str(&v),
+            }
         }
         let _ = writeln!(o, "{}", row.trim_end());
     }
@@ -219,7 +221,7 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> String {
         }
     }
     for n in &c.notes {
-        o.push('\n');
+        let _ = writeln!(o);
         words(&mut o, "note: ", 6, n);
     }
     o
@@ -251,7 +253,7 @@ pub(super) fn stacks_rows(c: &Comparison) -> Option<Vec<(String, String)>> {
     })
 }
 
-fn stacks(c: &Comparison, o: &mut String) {
+fn stacks(c: &Comparison, o: &mut Painted) {
     let Some(rows) = stacks_rows(c) else {
         return;
     };
@@ -368,8 +370,11 @@ mod tests {
             drawings: Vec::new(),
         };
         let theme = Theme::load("default").expect("theme");
-        let painted = |role: Role, v: &str| paint(display::pad(v, RUN_W), role, Some(&theme));
-        let coloured = text(&c, Some(&theme));
+        let painted = |role: Role, v: &str| {
+            let code = sgr(role, Some(&theme)).expect("the theme colours it");
+            format!("\x1b[{code}m{}\x1b[0m", display::pad(v, RUN_W))
+        };
+        let coloured = text(&c, Some(&theme)).for_terminal();
         assert!(
             coloured.contains(&painted(Role::Ok, "130 +30%")),
             "{coloured:?}"
@@ -382,7 +387,7 @@ mod tests {
             coloured.contains(&painted(Role::Muted, "50.0% -100% ~")),
             "{coloured:?}"
         );
-        let plain = text(&c, None);
+        let plain = text(&c, None).for_terminal();
         assert!(!plain.contains('\x1b'), "{plain:?}");
         assert_eq!(
             plain.lines().count(),

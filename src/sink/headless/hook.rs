@@ -11,6 +11,8 @@ use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::common::display;
+
 /// Changes waiting for their hook; beyond this, new ones are dropped (and said so).
 const QUEUE: usize = 64;
 /// How often a running hook is checked for its end.
@@ -42,8 +44,10 @@ impl Hooks {
                 for call in rx {
                     if let Err(why) = run(&cmd, &call, timeout) {
                         eprintln!(
-                            "steptop: --exec hook for {} {}: {why}",
-                            call.rule, call.change
+                            "steptop: --exec hook for {} {}: {}",
+                            call.rule,
+                            call.change,
+                            display::terminal(&why.to_string())
                         );
                     }
                 }

@@ -12,6 +12,7 @@ use std::io::{BufWriter, Stdout, Write};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
+use crate::common::display;
 use crate::common::error::Error;
 use crate::diagnose::{ChangeKind, Severity};
 use crate::model::Stamp;
@@ -166,7 +167,7 @@ impl Sink {
             if !self.opts.replay {
                 self.now = unix_now();
                 // Time passes for the rules when no sample comes (probes off).
-                if mon.tick_due(self.now, WAKE.as_secs_f64()) {
+                if mon.tick_due(self.now) {
                     self.handle(mon, Msg::Tick(self.now))?;
                 }
                 self.wall_status(mon);
@@ -361,6 +362,11 @@ impl Sink {
         if !self.open {
             return;
         }
+        // Labels, file names and quoted log lines are in it: made safe for a terminal here.
+        let text = match self.opts.format {
+            LineFormat::Text => display::terminal(text),
+            LineFormat::Json => display::json_terminal(text),
+        };
         let ok = self
             .out
             .write_all(text.as_bytes())

@@ -276,7 +276,7 @@ fn wrap(o: &mut String, parts: &[String]) {
 
 /// `head` then `text`, its words on lines of at most 80 cells; later lines are indented by
 /// `indent` spaces. The text is shown (see `display::shown`) before it is measured.
-pub(crate) fn words(o: &mut String, head: &str, indent: usize, text: &str) {
+pub(crate) fn words(o: &mut impl Write, head: &str, indent: usize, text: &str) {
     let mut line = head.to_string();
     let mut fresh = true;
     for w in display::shown(text, Tabs::Space).split_whitespace() {

@@ -236,7 +236,7 @@ impl App {
     /// replay's time is the replayed one. True when the screen changes.
     fn tick(&mut self) -> bool {
         let now = unix_now();
-        if self.control.is_some() || !self.mon.tick_due(now, TICK.as_secs_f64()) {
+        if self.control.is_some() || !self.mon.tick_due(now) {
             return false;
         }
         self.handle(Msg::Tick(now))
