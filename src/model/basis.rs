@@ -20,9 +20,11 @@ enum StepTimeFrom {
     BarMean,
     SamplesAndBatch,
     Timestamps,
+    /// The log prints no time: the gaps between the step lines' arrivals, read live.
+    Arrivals,
 }
 
-const STEP_TIME_WAYS: usize = 9;
+const STEP_TIME_WAYS: usize = 10;
 
 /// How the samples/s and tokens/s were had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +58,8 @@ pub struct Ways {
 }
 
 impl Ways {
-    pub fn of(logged: &StepRecord) -> Ways {
+    /// `arrived`: the line's time is its arrival (see `Stamp::arrived`).
+    pub fn of(logged: &StepRecord, arrived: bool) -> Ways {
         // In the order the model works a step time out (run.rs, `RankState::fill`).
         let step_time = if logged.smoothed == Smoothing::Moving {
             StepTimeFrom::SmoothedRate
@@ -74,6 +77,8 @@ impl Ways {
             StepTimeFrom::RunningAverage
         } else if logged.samples_per_s.is_some() {
             StepTimeFrom::SamplesAndBatch
+        } else if arrived {
+            StepTimeFrom::Arrivals
         } else {
             StepTimeFrom::Timestamps
         };
@@ -119,6 +124,12 @@ impl Basis {
         self.timed_data += 1;
     }
 
+    /// Whether most step times are the gaps between lines' arrivals: they hold when steptop
+    /// read each line as much as when the job wrote it.
+    pub fn times_from_arrivals(&self) -> bool {
+        most(&self.step_time).is_some_and(|i| STEP_TIME_NAMES[i] == StepTimeFrom::Arrivals)
+    }
+
     /// The figures' basis in words, with the sizes `facts` gives; `mean_is_logged` when the
     /// mean step time shown is the log's own running average; `run_means_data` when a
     /// profiler report gave the run's mean data wait.
@@ -141,6 +152,9 @@ impl Basis {
                 }
                 StepTimeFrom::SamplesAndBatch => "the printed samples/s and the batch size",
                 StepTimeFrom::Timestamps => "the log's timestamps between step lines",
+                StepTimeFrom::Arrivals => {
+                    "the gaps between the step lines' arrivals (the log prints no time): a line read late makes a long step and the next a short one"
+                }
             }
             .to_string(),
         };
@@ -201,6 +215,7 @@ const STEP_TIME_NAMES: [StepTimeFrom; STEP_TIME_WAYS] = [
     StepTimeFrom::BarMean,
     StepTimeFrom::SamplesAndBatch,
     StepTimeFrom::Timestamps,
+    StepTimeFrom::Arrivals,
 ];
 
 /// The index of the largest nonzero count.

@@ -52,6 +52,9 @@ pub struct Stamp {
     /// True when `time` is the log's own timestamp or a live arrival time; false for a timeline
     /// made up from logged step times, which must not be read back as step times.
     pub real_time: bool,
+    /// True when `time` is the line's arrival, the log having printed no time of its own: then
+    /// the gap between two lines is as much when steptop read them as when they were written.
+    pub arrived: bool,
     pub source: usize,
     pub line: u64,
     pub rank: u32,
@@ -219,17 +222,29 @@ pub struct Facts {
     pub gradient_checkpointing: Option<bool>,
     pub cudnn_benchmark: Option<bool>,
     pub total_steps: Option<u64>,
-    /// Settings the log stated twice with different values, oldest first: (key, first value,
-    /// later value).
+    /// Settings the run's log stated twice with different values, oldest first.
     #[serde(skip)]
-    pub changed: Vec<(&'static str, String, String)>,
+    pub changed: Vec<SettingChange>,
+}
+
+/// A setting the log stated twice with different values.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SettingChange {
+    pub key: &'static str,
+    pub was: String,
+    pub now: String,
+    /// Step records of the run when the later value was logged: after the run's last step,
+    /// it is the next launch's setting (a change between runs, not inside one).
+    #[serde(skip)]
+    pub after_records: u64,
 }
 
 /// Setting changes kept in `Facts::changed`.
 const CHANGES_KEPT: usize = 8;
 
 impl Facts {
-    fn apply(&mut self, f: ConfigFact) {
+    /// A setting the log stated, with the run's step records so far.
+    fn apply(&mut self, f: ConfigFact, records: u64) {
         // A setting a run should not change midway (the batch size and the step count may).
         let before = match &f {
             ConfigFact::NumWorkers(v) => show("num_workers", self.num_workers, v),
@@ -241,11 +256,19 @@ impl Facts {
             }
             _ => None,
         };
-        if let Some(change) = before
+        if let Some((key, was, now)) = before
             && self.changed.len() < CHANGES_KEPT
-            && !self.changed.contains(&change)
+            && !self
+                .changed
+                .iter()
+                .any(|c| (c.key, &c.was, &c.now) == (key, &was, &now))
         {
-            self.changed.push(change);
+            self.changed.push(SettingChange {
+                key,
+                was,
+                now,
+                after_records: records,
+            });
         }
         match f {
             ConfigFact::NumWorkers(v) => self.num_workers = Some(v),
@@ -426,7 +449,14 @@ impl Model {
     /// whose count starts over every few lines starts a run each time; building the whole
     /// model afresh and moving it in was 9% of the monitor's thread on the bench log).
     pub fn new_run(&mut self, alerts: u64) {
-        let ended = RunSummary::of(&self.merged, self.run_lines.unwrap_or_default(), alerts);
+        let mut ended = RunSummary::of(&self.merged, self.run_lines.unwrap_or_default(), alerts);
+        // What was logged differently after the run's last step is the next launch's setting;
+        // what changed inside the ended run was its own.
+        let records = self.merged.records;
+        ended.then_changed = std::mem::take(&mut self.facts.changed)
+            .into_iter()
+            .filter(|c| c.after_records >= records)
+            .collect();
         let Model {
             cfg,
             ranks,
@@ -597,7 +627,7 @@ impl Model {
                     });
                 }
             }
-            Record::Config(f) => self.facts.apply(f),
+            Record::Config(f) => self.facts.apply(f, self.merged.records),
             Record::Summary(s) => {
                 keep_latest(&mut self.summary.runtime_s, s.runtime_s);
                 keep_latest(&mut self.summary.samples_per_s, s.samples_per_s);
@@ -717,7 +747,7 @@ impl Model {
             .ranks
             .entry(stamp.rank)
             .or_insert_with(|| self.spare_ranks.take(window));
-        let ways = Ways::of(d);
+        let ways = Ways::of(d, stamp.arrived);
         rank.fill(d, stamp.time, stamp.real_time, &sizes);
         self.basis.note(ways, d);
         if d.total.is_none() && d.step.is_some() {
@@ -802,7 +832,12 @@ mod tests {
     /// What `new_run` did before it worked in place: a fresh model with what is kept moved in.
     /// The reference the in-place one is held to.
     fn new_run_afresh(m: &mut Model, alerts: u64) {
-        let ended = RunSummary::of(&m.merged, m.run_lines.unwrap_or_default(), alerts);
+        let mut ended = RunSummary::of(&m.merged, m.run_lines.unwrap_or_default(), alerts);
+        let records = m.merged.records;
+        ended.then_changed = std::mem::take(&mut m.facts.changed)
+            .into_iter()
+            .filter(|c| c.after_records >= records)
+            .collect();
         let mut fresh = Model::new(m.cfg);
         fresh.facts = std::mem::take(&mut m.facts);
         fresh.events = std::mem::take(&mut m.events);

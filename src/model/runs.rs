@@ -28,6 +28,9 @@ pub struct RunSummary {
     pub loss_last: Option<f64>,
     /// Alerts raised while it ran.
     pub alerts: u64,
+    /// Settings the next run logged differently (`num_workers` 4, then 64): a change between
+    /// runs, not a disagreement inside one.
+    pub then_changed: Vec<super::SettingChange>,
 }
 
 impl RunSummary {
@@ -37,6 +40,14 @@ impl RunSummary {
             (Some(a), Some(b)) => format!("steps {a}..{b}"),
             _ => "no step numbers".into(),
         }
+    }
+
+    /// The settings the next run logged differently, in words (`num_workers 4 -> 64`).
+    pub fn then_changed_words(&self) -> Option<String> {
+        let words: Vec<String> = (self.then_changed.iter())
+            .map(|c| format!("{} {} -> {}", c.key, c.was, c.now))
+            .collect();
+        (!words.is_empty()).then(|| words.join(", "))
     }
 
     /// The figures of `merged`, the run that ended.
@@ -54,6 +65,7 @@ impl RunSummary {
             tokens_per_s: merged.tokens_per_s.run.quantile(0.5),
             loss_last: merged.loss_track.last,
             alerts,
+            then_changed: Vec::new(),
         }
     }
 }

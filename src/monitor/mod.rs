@@ -350,7 +350,7 @@ mod tests {
                 real_time: true,
                 source,
                 line,
-                rank: 0,
+                ..Stamp::default()
             },
             info: LineInfo {
                 format: step.map(|_| Format::KeyValue),

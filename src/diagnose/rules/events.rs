@@ -293,7 +293,7 @@ fn config_mismatch(v: &View, _k: &Knobs) -> Option<Finding> {
         (Some((configured, running, _)), _) => {
             format!("num_workers={configured} is logged, but {running} worker processes run")
         }
-        (None, Some((key, was, now))) => format!("the log says {key}={was}, then {key}={now}"),
+        (None, Some(c)) => format!("the log says {}={}, then {}={}", c.key, c.was, c.key, c.now),
         (None, None) => String::new(),
     };
     if workers.is_none() && changed.is_empty() {
@@ -304,10 +304,11 @@ fn config_mismatch(v: &View, _k: &Knobs) -> Option<Finding> {
         f = f.why(|| format!("the trainer (pid {pid}) has {running} child processes"));
     }
     // The words alone need the list: a check skips it.
-    for (key, was, now) in changed.iter().filter(|_| v.describe) {
+    for c in changed.iter().filter(|_| v.describe) {
         f = f.why(|| {
             format!(
-                "{key} is logged as {was}, later as {now}: the later value is the one in effect"
+                "{} is logged as {}, later as {}: the later value is the one in effect",
+                c.key, c.was, c.now
             )
         });
     }

@@ -259,7 +259,7 @@ fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
 pub const CACHE_INEFFECTIVE: Rule = Rule {
     id: "cache_ineffective",
     basis: Basis::Steps,
-    summary: "the sample cache's recent hit rate is low after warm-up",
+    summary: "the sample cache's recent hit rate is low after warm-up, weighed by what its misses cost: the data loading's share of the step",
     params: &[
         p("warn", 0.60, "hit rate under which the rule warns"),
         p("exit", 0.65, "hit rate above which an active alert clears"),
@@ -267,6 +267,11 @@ pub const CACHE_INEFFECTIVE: Rule = Rule {
             "data-share",
             0.10,
             "data_time share that makes a poor hit rate critical",
+        ),
+        p(
+            "costless-share",
+            0.02,
+            "data_time share under which the misses cost too little to fix: info at most",
         ),
     ],
     detail: false,
@@ -284,17 +289,35 @@ fn cache_ineffective(v: &View, k: &Knobs) -> Option<Finding> {
         f64::INFINITY,
         1.0 - k.get("exit"),
     )?;
+    // A miss costs what loading the sample costs: with data loading a sliver of the step,
+    // the best cache gains next to nothing.
     let share = v.data_share();
     let level = match (level, share) {
         (Some(_), Some(s)) if s >= k.get("data-share") => Some(Severity::Crit),
+        (Some(_), Some(s)) if s < k.get("costless-share") => Some(Severity::Info),
         (l, _) => l,
     };
-    let title = || format!("the sample cache hits only {} of lookups", pct(rate));
+    let costless = share.is_some_and(|s| s < k.get("costless-share"));
+    let title = || {
+        if costless {
+            format!(
+                "the sample cache hits only {} of lookups, but its misses cost little",
+                pct(rate)
+            )
+        } else {
+            format!("the sample cache hits only {} of lookups", pct(rate))
+        }
+    };
     let mut f = v
         .graded(level, title)
         .why(|| format!("recent cache hit rate {}", pct(rate)));
     if let Some(s) = share {
-        f = f.why(|| format!("data loading takes {} of each step", pct(s)));
+        f = f.why(|| format!("data loading takes {:.1}% of each step", s * 100.0));
+    }
+    // What a perfect cache could save at most; none worth naming when the misses cost little
+    // (the verdict then stays with what does limit the run).
+    if let Some(s) = share.filter(|_| !costless) {
+        f = f.gain(s);
     }
     if let (Some(used), Some(total)) = (v.m.cache.memory_used_mb, v.m.cache.memory_total_mb) {
         f = f.why(|| format!("cache memory {used:.0} MB of {total:.0} MB"));

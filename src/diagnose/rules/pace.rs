@@ -53,7 +53,13 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     // A spike stands alone: a run of slow steps is a slower phase (throughput_drift's), not
     // outliers. The newest step has no next one yet, so it is judged by the one before.
     let slow = |i: usize| marks.get(i).is_some_and(|m| m.ms > limit);
-    let spike = |i: usize| slow(i) && !slow(i + 1) && !(i > 0 && slow(i - 1));
+    // Step times that are the gaps between lines' arrivals hold when steptop read each line:
+    // a line read late is a long step, and the next line, read at once, a short one that
+    // gives the excess back. A spike is a slow step only when the next line does not (so
+    // the newest is judged once the next comes).
+    let arrivals = v.m.basis.times_from_arrivals();
+    let given_back = |i: usize| arrivals && marks.get(i + 1).is_none_or(|m| m.ms < med / 2.0);
+    let spike = |i: usize| slow(i) && !slow(i + 1) && !(i > 0 && slow(i - 1)) && !given_back(i);
     // Evaluated every step: one pass that allocates nothing; the spikes themselves are
     // listed only for the words.
     // A spike right after an eval, a checkpoint or an epoch end is that pause, logged inside
@@ -120,6 +126,9 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
         f = f.why(|| {
             format!("besides {at_boundary} at the start or right after an eval, checkpoint or epoch end: those pauses are not counted")
         });
+    }
+    if arrivals {
+        f = f.why(|| "step times are the gaps between the lines' arrivals (the log prints no time): a long gap the next line gave back (read late, not slow) is not counted".to_string());
     }
     Some(
         f.gain(share)

@@ -255,6 +255,11 @@ pub const THROUGHPUT_DRIFT: Rule = Rule {
             "ratio under which an active alert clears",
         ),
         p("min-steps", 50.0, "steps in the run before it has a norm"),
+        p(
+            "busy-cpu-pct",
+            90.0,
+            "host CPU % from which the machine's load may explain a drift of step times read from lines' arrivals (then info, not warn)",
+        ),
     ],
     detail: true,
     // A larger batch makes each step slower on purpose.
@@ -282,7 +287,16 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
     }
     let recent = mean.min(steps.recent(v.windows.steps)?.p50);
     let ratio = recent / norm;
-    let level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
+    let mut level = grade(ratio, k.get("factor"), f64::INFINITY, k.get("exit-factor"))?;
+    // Step times that are the gaps between lines' arrivals move when steptop reads late as
+    // much as when the job slows: a machine this busy may be why, and with no reading of its
+    // load nothing rules that out. Then the drift is said, not warned.
+    let arrivals = v.m.basis.times_from_arrivals();
+    let load = v.host_mean(|h| h.cpu_pct);
+    let unexplained = load.is_some_and(|l| l < k.get("busy-cpu-pct"));
+    if arrivals && !unexplained {
+        level = level.map(|_| Severity::Info);
+    }
     let title = || {
         format!(
             "steps are {:.0}% slower than this run's norm",
@@ -298,6 +312,14 @@ fn throughput_drift(v: &View, k: &Knobs) -> Option<Finding> {
         .collect();
     if !others.is_empty() {
         f = f.why(|| format!("active at the same time: {}", others.join(", ")));
+    }
+    if arrivals {
+        f = f.why(|| {
+            let load = load.map_or("no probe reads this machine's load".to_string(), |l| {
+                format!("this machine's CPU is at {l:.0}%")
+            });
+            format!("step times are the gaps between the lines' arrivals (the log prints no time), which a busy machine delays too; {load}")
+        });
     }
     Some(
         f.gain(1.0 - 1.0 / ratio).act(

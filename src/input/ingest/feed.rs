@@ -354,6 +354,7 @@ impl Feed {
         Stamp {
             time,
             real_time,
+            arrived: logged.is_none() && arrival.is_some(),
             source: self.index,
             line,
             rank,

@@ -120,8 +120,10 @@ fn header(o: &mut String, r: &Report) {
             .earlier_runs
             .iter()
             .map(|run| {
+                let changed = (run.run.then_changed_words())
+                    .map_or(String::new(), |c| format!("; then changed: {c}"));
                 format!(
-                    "lines {}-{} ({})",
+                    "lines {}-{} ({}{changed})",
                     run.run.first_line,
                     run.run.last_line,
                     run.run.steps_words()

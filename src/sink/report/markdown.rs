@@ -143,7 +143,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "- {label}: {}", escape(text));
     }
     if !r.earlier_runs.is_empty() {
-        o.push_str("\n### Earlier runs in the same file\n\nThis report covers the last run; these ended before it.\n\n| file | lines | steps | records | step time | last loss |\n|---|---|---|---:|---:|---:|\n");
+        o.push_str("\n### Earlier runs in the same file\n\nThis report covers the last run; these ended before it.\n\n| file | lines | steps | records | step time | last loss | then changed |\n|---|---|---|---:|---:|---:|---|\n");
         for run in &r.earlier_runs {
             let file = run.source.rsplit('/').next().unwrap_or(&run.source);
             let steps = match (run.run.first_step, run.run.last_step) {
@@ -152,13 +152,14 @@ pub fn render(r: &Report) -> String {
             };
             let _ = writeln!(
                 o,
-                "| {} | {}-{} | {steps} | {} | {} | {} |",
+                "| {} | {}-{} | {steps} | {} | {} | {} | {} |",
                 escape(file),
                 run.run.first_line,
                 run.run.last_line,
                 run.run.steps,
                 run.run.step_time_ms.map_or("-".into(), ms),
-                run.run.loss_last.map_or("-".into(), num)
+                run.run.loss_last.map_or("-".into(), num),
+                escape(&run.run.then_changed_words().unwrap_or_default())
             );
         }
     }

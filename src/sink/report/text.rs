@@ -337,6 +337,9 @@ fn earlier_runs(r: &Report, o: &mut String) {
             run.run.steps,
             run.run.loss_last.map_or("-".into(), num)
         );
+        if let Some(changed) = run.run.then_changed_words() {
+            words(o, "    then changed: ", 6, &changed);
+        }
     }
 }
 
