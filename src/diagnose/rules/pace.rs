@@ -59,7 +59,7 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     // the newest is judged once the next comes).
     let arrivals = v.m.basis.times_from_arrivals();
     let given_back = |i: usize| arrivals && marks.get(i + 1).is_none_or(|m| m.ms < med / 2.0);
-    let alone = |i: usize| !slow(i + 1) && !(i > 0 && slow(i - 1));
+    let alone = |i: usize| !(slow(i + 1) || i > 0 && slow(i - 1));
     let spike = |i: usize| slow(i) && alone(i) && !given_back(i);
     // Evaluated every step: one pass that allocates nothing; the spikes themselves are
     // listed only for the words.
