@@ -320,18 +320,10 @@ fn each_ranks_main_thread_is_told_apart_under_a_launcher() {
     );
 }
 
-#[test]
-fn a_wait_at_a_line_that_syncs_is_the_gpu() {
-    let t = support::PyTrainer::start(&[
-        "--workers",
-        "1",
-        "--hot-ms",
-        "20",
-        "--wait-ms",
-        "1",
-        "--sync-ms",
-        "60",
-    ]);
+/// The main thread's shares of places in a probe's reading, once 60 samples are taken, of
+/// a trainer started with `args`.
+fn main_places(args: &[&str]) -> Vec<(String, f64)> {
+    let t = support::PyTrainer::start(args);
     let cfg = support::fast_stacks_config(t.dir.path());
     let mut cmd = support::steptop();
     cmd.args(["probe", "--format", "json", "--pid", &t.pid(), "--config"])
@@ -341,14 +333,56 @@ fn a_wait_at_a_line_that_syncs_is_the_gpu() {
             .is_ok_and(|v| v["stacks"]["main"]["samples"].as_u64() >= Some(60))
     });
     let last: Value = serde_json::from_str(lines.last().expect("a reading")).expect("json");
-    let places = &last["stacks"]["main"]["places"];
-    let sync = places
+    last["stacks"]["main"]["places"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|p| p[0] == "gpu_sync")
-        .and_then(|p| p[1].as_f64())
-        .unwrap_or(0.0);
+        .map(|p| (p[0].as_str().unwrap().to_string(), p[1].as_f64().unwrap()))
+        .collect()
+}
+
+fn share(places: &[(String, f64)], place: &str) -> f64 {
+    places.iter().find(|p| p.0 == place).map_or(0.0, |p| p.1)
+}
+
+#[test]
+fn a_wait_at_a_line_that_syncs_is_the_gpu() {
+    let driver = support::fake_cuda_driver();
+    let places = main_places(&[
+        "--workers",
+        "1",
+        "--hot-ms",
+        "20",
+        "--wait-ms",
+        "1",
+        "--sync-ms",
+        "60",
+        "--cuda-driver",
+        driver.to_str().unwrap(),
+    ]);
     // About 60 ms of each 81 ms step waits at `loss.item()`.
-    assert!(sync > 0.4, "gpu_sync {sync}: {places}");
+    let sync = share(&places, "gpu_sync");
+    assert!(sync > 0.4, "gpu_sync {sync}: {places:?}");
+}
+
+/// A process with no GPU driver loaded waits on no GPU, whatever its line reads: the wait at
+/// `loss.item()` is a wait in a call, and `heatmaps.tolist()` is its CPU converting numbers
+/// (as in a CPU trainer whose pure-Python target builder ends in `.tolist()`).
+#[test]
+fn without_a_gpu_driver_no_line_is_a_gpu_sync() {
+    let places = main_places(&[
+        "--workers",
+        "1",
+        "--hot-ms",
+        "10",
+        "--wait-ms",
+        "1",
+        "--sync-ms",
+        "30",
+        "--tolist",
+        "1000000",
+    ]);
+    assert_eq!(share(&places, "gpu_sync"), 0.0, "{places:?}");
+    assert!(share(&places, "blocked") > 0.15, "{places:?}");
+    assert!(share(&places, "user_code") > 0.3, "{places:?}");
 }

@@ -300,6 +300,7 @@ mod tests {
             gil: true,
             frames,
             code: None,
+            cuda: None,
         };
         let written = vec![
             sample(1.0, vec![frame("hot", 3), frame("main", 9)]),

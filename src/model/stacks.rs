@@ -72,6 +72,11 @@ pub struct StackSample {
     /// code (`loss.item()`): what it waits for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Whether the process had the GPU driver loaded (the NVIDIA driver's CUDA library or a
+    /// GPU device in its memory maps): only then can a line such as `.tolist()` wait on a GPU.
+    /// None where it is not known (a recording made before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<bool>,
 }
 
 /// What a sampled process does for the run.
@@ -220,8 +225,10 @@ pub fn classify(s: &StackSample) -> (Place, Option<&PyFrame>, bool) {
     let user_at = frames.iter().position(|f| !is_library(&f.path));
     let user = user_at.map(|i| &frames[i]);
     // At a line of the user's that syncs, the thread waits on the GPU, asleep or spinning:
-    // on a real H200, CUDA spun in `torch.cuda.synchronize()` at 100% of a core.
-    let syncing = user_at == Some(0) && s.code.as_deref().is_some_and(syncs);
+    // on a real H200, CUDA spun in `torch.cuda.synchronize()` at 100% of a core. A process
+    // with no GPU driver loaded waits on no GPU: its `.tolist()` is the CPU converting.
+    let syncing =
+        user_at == Some(0) && s.cuda != Some(false) && s.code.as_deref().is_some_and(syncs);
     let own = user_at == Some(0) && s.active && !syncing;
     let any = |needle: &str| frames.iter().any(|f| f.path.contains(needle));
     let innermost_library = frames.first().is_some_and(|f| is_library(&f.path));
@@ -572,6 +579,7 @@ mod tests {
             gil: active,
             frames,
             code: None,
+            cuda: None,
         }
     }
 
@@ -624,6 +632,30 @@ mod tests {
         assert_eq!(place(true, backward), Place::Backward);
         let step = vec![frame("step", &format!("{TORCH}/optim/adamw.py")), train];
         assert_eq!(place(true, step), Place::Optimizer);
+    }
+
+    #[test]
+    fn a_line_that_syncs_waits_on_a_gpu_only_in_a_process_that_has_one() {
+        let train = frame("build_targets", "/home/u/train.py");
+        let at = |active, cuda| {
+            let s = StackSample {
+                code: Some("targets = torch.tensor(heatmaps.tolist())".into()),
+                cuda,
+                ..sample(Role::Main, active, vec![train.clone()])
+            };
+            classify(&s).0
+        };
+        assert_eq!(at(false, Some(true)), Place::GpuSync);
+        assert_eq!(
+            at(true, Some(true)),
+            Place::GpuSync,
+            "CUDA spins on a short wait"
+        );
+        // Not known (a recording made before it was read): as the line says.
+        assert_eq!(at(false, None), Place::GpuSync);
+        // No GPU driver in the process: the CPU converting, or a wait in a call.
+        assert_eq!(at(true, Some(false)), Place::UserCode);
+        assert_eq!(at(false, Some(false)), Place::Blocked);
     }
 
     #[test]

@@ -274,6 +274,23 @@ pub fn command_line(dir: &Path) -> Option<String> {
     (!text.is_empty()).then(|| text.join(" "))
 }
 
+/// Whether `maps` (a /proc/PID/maps) holds the GPU driver: the NVIDIA driver's CUDA library
+/// (`libcuda.so`, loaded when CUDA starts, and only where a driver is installed; a CUDA
+/// build of PyTorch maps its runtime, `libcudart`, on a machine with no GPU too) or a GPU
+/// device file (`/dev/nvidia0`, `/dev/nvidiactl`).
+pub fn maps_gpu_driver(maps: &str) -> bool {
+    // The sixth field is the mapped file's path.
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .any(|path| {
+            path.starts_with("/dev/nvidia")
+                || path
+                    .rsplit('/')
+                    .next()
+                    .is_some_and(|f| f.starts_with("libcuda.so"))
+        })
+}
+
 /// /proc/PID/stat. The command name may hold spaces and parentheses, so the fields are
 /// counted from the last `)`.
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
@@ -357,6 +374,25 @@ pub fn parse_cpu_max(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gpu_driver_is_its_cuda_library_or_a_gpu_device_not_cudas_runtime() {
+        let cpu_torch = "\
+7f0c1a200000-7f0c1a2c6000 r-xp 00000000 fd:01 2231  /venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12
+7f0c1b000000-7f0c1b400000 r-xp 00000000 fd:01 2301  /venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so
+7ffd5e1f0000-7ffd5e211000 rw-p 00000000 00:00 0     [stack]
+7f0c1c000000-7f0c1c001000 rw-p 00000000 00:00 0
+";
+        assert!(!maps_gpu_driver(cpu_torch));
+        let driver = format!(
+            "{cpu_torch}7f0c20000000-7f0c21a00000 r-xp 00000000 103:02 1834245  /usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n"
+        );
+        assert!(maps_gpu_driver(&driver));
+        let device = format!(
+            "{cpu_torch}7f0c30000000-7f0c30001000 rw-s 00000000 00:05 1062  /dev/nvidiactl\n"
+        );
+        assert!(maps_gpu_driver(&device));
+    }
 
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {

@@ -8,10 +8,12 @@ disk) and decodes it (Python arithmetic). Every part times itself; on SIGTERM (o
 samples are held to. Step lines go to `--log`.
 
 Usage: pytrainer.py --log FILE --truth FILE [--workers N] [--seconds S] [--hot-ms MS]
-                    [--threads N]
+                    [--threads N] [--sync-ms MS] [--tolist N] [--cuda-driver LIB]
 """
 
 import argparse
+import array
+import ctypes
 import functools
 import json
 import multiprocessing as mp
@@ -80,7 +82,16 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     # A wait in C at a line that reads like a GPU sync (`loss.item()`), as a CUDA step has.
     p.add_argument("--sync-ms", type=float, default=0.0)
+    # CPU work in C at a line that reads like a GPU sync: a list of N numbers made from an
+    # array (`heatmaps.tolist()`), as a CPU trainer's target builder does.
+    p.add_argument("--tolist", type=int, default=0)
+    # A library loaded as the NVIDIA driver's CUDA library would be (a file named
+    # libcuda.so.1 in the process's maps): the process then looks like one that uses a GPU.
+    p.add_argument("--cuda-driver")
     a = p.parse_args()
+    if a.cuda_driver:
+        ctypes.CDLL(a.cuda_driver)
+    heatmaps = array.array("d", range(a.tolist))
     idle = threading.Event()
     for _ in range(a.threads):
         threading.Thread(target=idle.wait, daemon=True).start()
@@ -111,6 +122,9 @@ def main():
         time.sleep(a.wait_ms / 1000.0)
         if a.sync_ms:
             loss.item()
+        if a.tolist:
+            targets = heatmaps.tolist()
+            del targets
         t3 = time.perf_counter()
         hot += t2 - t1
         step += 1

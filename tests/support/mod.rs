@@ -83,6 +83,16 @@ pub fn fake_nvml() -> PathBuf {
     .clone()
 }
 
+/// Path of a `libcuda.so.1` built from `tests/fake/cuda.c`: loaded by a test's trainer, it
+/// stands for the NVIDIA driver's CUDA library in the process's maps.
+// Not every test binary that includes this module samples stacks.
+#[allow(dead_code)]
+pub fn fake_cuda_driver() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| compile("cuda.c", "fake-cuda", "libcuda.so.1", &["-shared", "-fPIC"]))
+        .clone()
+}
+
 /// Path of the fake `libnvidia-ml.so.1` built from `tests/fake/nvml.c` as a driver of branch
 /// `major` would export it (`-DFAKE_DRIVER=major`: e.g. 470 lacks `nvmlDeviceGetMemoryInfo_v2`;
 /// see the comment at the top of `nvml.c`), in `fake-nvml-{major}/`. Built once per process per

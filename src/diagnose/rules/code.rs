@@ -159,6 +159,9 @@ pub(super) fn main_waits_in_calls(v: &View) -> Option<String> {
         .filter(|(p, _)| matches!(p, Place::Blocked | Place::GpuSync))
         .map(|(_, s)| *s)
         .sum();
+    // Syncs are named only where a sample was placed at one: a process with no GPU driver
+    // loaded waits on no GPU.
+    let syncs = m.places.iter().any(|(p, _)| *p == Place::GpuSync);
     if m.samples < 10 || blocked < 0.05 {
         return None;
     }
@@ -168,9 +171,13 @@ pub(super) fn main_waits_in_calls(v: &View) -> Option<String> {
         .max_by_key(|f| f.waiting)
         .map(|f| format!(", most in {} ({}:{})", f.function, f.file, f.line))
         .unwrap_or_default();
+    let what = if syncs {
+        " (syncs such as .item() or .cpu(), blocking .to())"
+    } else {
+        ""
+    };
     Some(format!(
-        "the main thread's sampled stacks wait in calls from its code (syncs such as .item() \
-         or .cpu(), blocking .to()) {}{at}",
+        "the main thread's sampled stacks wait in calls from its code{what} {}{at}",
         pct(blocked)
     ))
 }
@@ -239,6 +246,7 @@ mod tests {
                 gil: active,
                 frames,
                 code: None,
+                cuda: None,
             }));
         }
         m
@@ -301,6 +309,7 @@ mod tests {
                 frame("sync_grads", "/home/u/train.py"),
             ],
             code: None,
+            cuda: None,
         }));
         let cfg = DiagnoseConfig::default();
         let stuck = main_stuck(&View::new(&m, cfg.windows(), (Vec::new(), 0))).expect("said");

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use crate::common::contain::contained;
 
 use crate::model::stacks::{PyFrame, Role, StackSample, frames_needed, is_library};
+use crate::probe::process::maps_gpu_driver;
 
 pub struct Spy {
     spy: PythonSpy,
@@ -19,7 +20,15 @@ pub struct Spy {
     pub role: Role,
     /// Source lines read so far, by file and line: a training loop waits at the same few.
     lines: HashMap<(String, u32), Option<String>>,
+    /// Whether the process has the GPU driver loaded, and when its maps were last read: once
+    /// loaded it stays; until then the maps are read again every `CUDA_RECHECK_S`.
+    cuda: (bool, Option<f64>),
 }
+
+/// Seconds between readings of the maps of a process that has not loaded the GPU driver
+/// (yet: CUDA starts when the trainer first touches a GPU). A PyTorch process maps a few
+/// thousand regions; read four times a second they would cost more than the sample.
+const CUDA_RECHECK_S: f64 = 10.0;
 
 /// py-spy panicked on what it read (a frame that moved under it): this spy is not to be
 /// trusted any more.
@@ -49,6 +58,7 @@ impl Spy {
             pid,
             role,
             lines: HashMap::new(),
+            cuda: (false, None),
         })
     }
 
@@ -101,7 +111,19 @@ impl Spy {
                 })
                 .collect(),
             code,
+            cuda: Some(self.uses_cuda(time)),
         })
+    }
+
+    /// Whether the process has the GPU driver loaded (see `maps_gpu_driver`), read from its
+    /// maps at most every `CUDA_RECHECK_S` until it has.
+    fn uses_cuda(&mut self, now: f64) -> bool {
+        let (loaded, read) = self.cuda;
+        if !loaded && read.is_none_or(|t| now - t >= CUDA_RECHECK_S) {
+            let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.pid));
+            self.cuda = (maps.is_ok_and(|m| maps_gpu_driver(&m)), Some(now));
+        }
+        self.cuda.0
     }
 
     /// Line `line` of the user's file `path`, trimmed (read once; the file is only read).
