@@ -568,3 +568,53 @@ fn the_python_pane_names_the_function_that_holds_the_main_thread() {
     snapshot("python_hotspot_160x48", &wide);
     assert!(find(&wide, "decode_sample").is_some());
 }
+
+/// A real Megatron run's log (fixtures/wild/megatron-gh200-40rank-hang) followed live, one
+/// iteration at a time, at 160x48: the cells each new step changes on the screen. A view that
+/// scrolled its log pane a row per line and moved every chart column at each new one changed
+/// every row of the pane at every step; what the terminal is sent is what changes.
+#[test]
+fn following_a_log_changes_few_cells_a_step() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/wild/megatron-gh200-40rank-hang/stdout.log"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut feed = steptop::Feed::new(0, "stdout.log", Arc::default());
+    let mut m = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+    let theme = default_theme();
+    let ui = UiState::default();
+    let mut t = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    let mut changed = Vec::new();
+    let mut at = 1_800_000_000.0;
+    for (i, line) in lines.iter().enumerate() {
+        let live = i >= 200;
+        if live && i == 200 {
+            m.apply(Msg::CaughtUp { source: 0 });
+        }
+        m.apply(feed.message(i as u64 + 1, line.as_bytes(), live.then_some(at)));
+        if !live || !line.contains("] iteration ") {
+            continue;
+        }
+        at += 1.0;
+        let before = t.backend().buffer().clone();
+        let view = View {
+            mon: &m,
+            ui: &ui,
+            theme: &theme,
+            step_age: None,
+        };
+        t.draw(|f| steptop::testing::draw(f, &view)).unwrap();
+        if i > 220 {
+            changed.push(before.diff(t.backend().buffer()).len());
+        }
+    }
+    changed.sort_unstable();
+    let median = changed[changed.len() / 2];
+    let total: usize = changed.iter().sum();
+    // Of the 160x48 screen (7,680 cells): a new log line, the header's figures, the newest
+    // column; the whole log pane and chart only at a page turn.
+    assert!(median < 120, "median {median} cells a step: {changed:?}");
+    assert!(total < changed.len() * 200, "{total} cells over {} steps", changed.len());
+}

@@ -40,6 +40,9 @@ pub struct LogLine {
 #[derive(Clone, Debug)]
 pub struct LogLines {
     pub lines: VecDeque<LogLine>,
+    /// Lines kept so far, the ones dropped since included: the first kept is line
+    /// `kept - lines.len()` of all, a number that stays with it as lines come and go.
+    pub kept: u64,
     /// How many: the pane's `KEPT`, or `QUOTED` where no pane shows them.
     cap: usize,
 }
@@ -70,6 +73,7 @@ impl LogLines {
     pub fn for_pane(pane: bool) -> LogLines {
         LogLines {
             lines: VecDeque::new(),
+            kept: 0,
             cap: if pane { KEPT } else { QUOTED },
         }
     }
@@ -94,6 +98,7 @@ impl LogLines {
             kind,
             text,
         });
+        self.kept += 1;
     }
 
     /// Of lines about to be pushed in order (`raws`), those that will still be kept after

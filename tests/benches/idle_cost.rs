@@ -1,7 +1,9 @@
 //! What the live view costs when left running, and how fast it starts. Prints figures; asserts
 //! nothing (the machines are shared and noisy).
 //!
-//! Idle: `steptop LOG` in tmux at 160x48 (probes on), the log growing one step per second.
+//! Idle: `steptop LOG` in tmux at 160x48 (probes on), the log growing one step per second: a
+//! real Megatron run's log (fixtures/wild/megatron-gh200-40rank-hang), its first 200
+//! iterations already there, then its next lines one iteration a second.
 //! Over `STEPTOP_BENCH_SECONDS` (default 60) after a 5 s warm-up, in 10 s windows: CPU of one
 //! core (utime + stime from /proc), bytes written to the terminal (tmux pipe-pane), RSS. htop
 //! (`htop -d 10`: a refresh a second), when installed, runs beside it in a tmux of the same
@@ -107,12 +109,34 @@ fn env_or(key: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The real Megatron log's lines, each iteration with the lines before it: what one step of
+/// the run appends.
+fn megatron_steps() -> Vec<String> {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/wild/megatron-gh200-40rank-hang/stdout.log"),
+    )
+    .unwrap();
+    let mut steps = vec![String::new()];
+    for l in text.split_inclusive('\n') {
+        steps.last_mut().unwrap().push_str(l);
+        if l.contains("] iteration ") {
+            steps.push(String::new());
+        }
+    }
+    steps
+}
+
 fn idle(bin: &str) {
     let seconds = env_or("STEPTOP_BENCH_SECONDS", 60).max(10);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("train.log");
-    let total = 100_000;
-    let history: String = (1..=200).map(|s| line(s, total)).collect();
+    let steps = megatron_steps();
+    assert!(
+        steps.len() > 200 + 5 + seconds as usize,
+        "the log has too few iterations"
+    );
+    let history: String = steps[..200].concat();
     std::fs::write(&log, history).unwrap();
     let capture = dir.path().join("tty.bin");
     let t = Tmux::start("idle", dir.path(), &format!("{bin} train.log"), &capture);
@@ -132,8 +156,8 @@ fn idle(bin: &str) {
     let mut step = 200;
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     let mut tick = |step: &mut u64| {
+        f.write_all(steps[*step as usize].as_bytes()).unwrap();
         *step += 1;
-        f.write_all(line(*step, total).as_bytes()).unwrap();
         std::thread::sleep(Duration::from_secs(1));
     };
     for _ in 0..5 {
@@ -162,7 +186,7 @@ fn idle(bin: &str) {
         t.screen()
     );
     println!(
-        "idle at {WIDTH}x{HEIGHT}, one step per second, {} windows of 10 s: CPU median {:.3}% of one core (windows {}), terminal output median {:.0} B/s (windows {}), RSS {:.1} MiB (peak {:.1} MiB)",
+        "idle at {WIDTH}x{HEIGHT}, one Megatron step per second, {} windows of 10 s: CPU median {:.3}% of one core (windows {}), terminal output median {:.0} B/s (windows {}), RSS {:.1} MiB (peak {:.1} MiB)",
         cpu.len(),
         support::median(cpu.clone()),
         cpu.iter()

@@ -4,6 +4,7 @@
 //! signals are threads that send into the same inbox; keys change `UiState` only.
 
 pub mod action;
+pub mod coalesce;
 pub mod input;
 pub mod layout;
 pub mod panes;
@@ -28,6 +29,11 @@ use state::UiState;
 
 /// Shortest time between two frames: a burst of lines becomes one frame.
 const FRAME: Duration = Duration::from_millis(100);
+/// How long a change waits for the rest of its burst before it is drawn: the lines one write
+/// of the trainer appends arrive as messages a few microseconds apart, and a frame drawn
+/// after the first of them scrolled the log pane once for each (twice the bytes, on a real
+/// Megatron log whose step prints a timer block before its iteration line).
+const SETTLE: Duration = Duration::from_millis(25);
 /// The clock tick: "last step 12s ago" moves even when nothing arrives.
 const TICK: Duration = Duration::from_secs(1);
 /// Longest the loop spends on messages before it draws and reads keys again, so reading a
@@ -137,12 +143,17 @@ impl App {
         let mut last_draw = Instant::now();
         let mut last_tick = Instant::now();
         let mut dirty = false;
+        // When the first change not yet drawn came.
+        let mut since = Instant::now();
         loop {
             let wait = if dirty {
-                FRAME.saturating_sub(last_draw.elapsed())
+                FRAME
+                    .saturating_sub(last_draw.elapsed())
+                    .max(SETTLE.saturating_sub(since.elapsed()))
             } else {
                 TICK.saturating_sub(last_tick.elapsed())
             };
+            let was_dirty = dirty;
             match inbox.recv_timeout(wait) {
                 Ok(msg) => {
                     dirty |= self.handle(msg);
@@ -171,10 +182,16 @@ impl App {
             }
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
-                // Only the "last step ... ago" figure moves with the clock alone.
-                dirty |= self.last_step.is_some();
+                // Only the "last step ... ago" figure moves with the clock alone, and only
+                // once it is shown.
+                dirty |= self
+                    .last_step
+                    .is_some_and(|t| t.elapsed().as_secs_f64() >= panes::header::QUIET_S);
             }
-            if dirty && last_draw.elapsed() >= FRAME {
+            if dirty && !was_dirty {
+                since = Instant::now();
+            }
+            if dirty && last_draw.elapsed() >= FRAME && since.elapsed() >= SETTLE {
                 screen.draw(|f| self.frame(f)).map_err(draw_err)?;
                 last_draw = Instant::now();
                 dirty = false;

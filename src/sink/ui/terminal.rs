@@ -11,15 +11,19 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::cursor::{Hide, Show};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode, size,
 };
+use ratatui::layout::Size;
+
+use super::coalesce::Coalesce;
 
 /// True while the terminal is in raw mode on the alternate screen.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
-/// The terminal a frame is drawn on: writes are buffered and sent once per frame.
-pub type Screen = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
+/// The terminal a frame is drawn on: writes are buffered and sent once per frame, short gaps
+/// between changed cells written again rather than moved over (`coalesce`).
+pub type Screen = Terminal<Coalesce<CrosstermBackend<BufWriter<Stdout>>>>;
 
 /// Leaves the full-screen mode when dropped.
 pub struct Guard(());
@@ -53,10 +57,10 @@ pub fn enter() -> std::io::Result<(Screen, Guard)> {
     ACTIVE.store(true, Ordering::SeqCst);
     let guard = Guard(());
     execute!(stdout(), EnterAlternateScreen, Hide)?;
-    let screen = Terminal::new(CrosstermBackend::new(BufWriter::with_capacity(
-        1 << 16,
-        stdout(),
-    )))?;
+    let (width, height) = size()?;
+    let backend = CrosstermBackend::new(BufWriter::with_capacity(1 << 16, stdout()));
+    // The alternate screen starts blank.
+    let screen = Terminal::new(Coalesce::blank(backend, Size::new(width, height)))?;
     Ok((screen, guard))
 }
 

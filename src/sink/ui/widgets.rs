@@ -38,6 +38,19 @@ pub fn column_seconds(span: f64, width: usize) -> f64 {
         .unwrap_or(LADDER[LADDER.len() - 1])
 }
 
+/// The time the last of `width` columns of `col` seconds holds when the newest value is at
+/// `end` and the chart moves a page at a time: the newest column fills the page to the right
+/// (its columns ahead of it blank), and only once the page is full do the columns move, by a
+/// quarter of the width. A chart that moved a column at every new one rewrote every cell of
+/// it each time: on a real Megatron log, one step a second, a fifth of what the live view
+/// wrote to the terminal.
+pub fn paged_end(end: f64, col: f64, width: usize) -> f64 {
+    let page = (width / 4).max(1) as f64;
+    let last = (end / col).floor();
+    let right = ((last / page).floor() + 1.0) * page - 1.0;
+    (right + 0.5) * col
+}
+
 /// Means of timestamped values in `width` columns of `col` seconds, the last column holding
 /// `end`; None for a column with no value. `points` are oldest first.
 pub fn columns(
@@ -142,6 +155,25 @@ mod tests {
         // A little later, within the same column: the older columns are unchanged.
         let c2 = columns(pts.into_iter(), 109.95, 5.0, 3);
         assert_eq!(c, c2);
+    }
+
+    #[test]
+    fn a_paged_chart_moves_a_quarter_of_its_width_once_the_page_is_full() {
+        let pts = |end: f64| (0..=(end as u64)).map(|t| (t as f64, t as f64));
+        // Columns of 1 s, 8 wide: pages of 2.
+        let at = |end: f64| columns(pts(end), paged_end(end, 1.0, 8), 1.0, 8);
+        assert_eq!(
+            at(10.0)[7],
+            None,
+            "the newest column, 10, is first in its page"
+        );
+        assert_eq!(at(10.0)[6], Some(10.0));
+        assert_eq!(at(11.0)[7], Some(11.0), "the page is full");
+        // Within a page, the columns before stay where they were.
+        assert_eq!(at(10.0)[..7], at(11.0)[..7]);
+        // The next page moves them by two.
+        assert_eq!(at(12.0)[4], Some(10.0));
+        assert_eq!(at(12.0)[6], Some(12.0));
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::settings::theme::Role;
 use crate::sink::ui::state::ReplayUi;
 use crate::sink::ui::widgets::{ago, fit};
 
-/// Steps without news after which the header says how long ago the last one came.
-const QUIET_S: f64 = 10.0;
+/// Seconds without a step after which the header says how long ago the last one came.
+pub const QUIET_S: f64 = 10.0;
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let [top, bottom] = Layout::vertical([Constraint::Length(1); 2]).areas(area);

@@ -12,7 +12,7 @@ use super::{Pane, View};
 use crate::common::units::{ms, num};
 use crate::model::window::Series;
 use crate::settings::theme::Role;
-use crate::sink::ui::widgets::{column_cell, column_seconds, columns};
+use crate::sink::ui::widgets::{column_cell, column_seconds, columns, paged_end};
 
 pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let g = &v.mon.model.merged;
@@ -49,7 +49,8 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         .unwrap_or(0.0)
         / 1000.0;
     let col = column_seconds((span / width.max(1) as f64).max(step_s), 1);
-    let at = |s: &Series| columns(s.points().map(|p| (p.t1, p.mean)), end, col, width);
+    let paged = paged_end(end, col, width);
+    let at = |s: &Series| columns(s.points().map(|p| (p.t1, p.mean)), paged, col, width);
     let steps = at(step);
     let data = at(&g.data_time_ms.series);
     let top = scale_top(&steps);
@@ -97,7 +98,7 @@ fn loss_panel(f: &mut Frame, area: Rect, v: &View, end: f64, col: f64) {
     let width = area.width as usize;
     let loss = columns(
         g.loss.series.points().map(|p| (p.t1, p.mean)),
-        end,
+        paged_end(end, col, width),
         col,
         width,
     );
@@ -132,11 +133,29 @@ fn loss_panel(f: &mut Frame, area: Rect, v: &View, end: f64, col: f64) {
             f.buffer_mut(),
             chart,
             &loss,
-            (floor, hi),
+            round_scale(floor, hi),
             v.style(Role::ChartAlt),
             None,
         );
     }
+}
+
+/// `lo` and `hi` widened to the grid of a round step (1, 2 or 5 times a power of ten) of
+/// about a tenth of their span: a loss that falls a little at every step moves the scale
+/// only when it crosses the grid, not every column's height at every step.
+fn round_scale(lo: f64, hi: f64) -> (f64, f64) {
+    let span = hi - lo;
+    if span <= 0.0 || !span.is_finite() {
+        return (lo, hi);
+    }
+    let tenth = span / 10.0;
+    let power = 10f64.powf(tenth.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|s| *s >= tenth)
+        .unwrap_or(10.0 * power);
+    ((lo / step).floor() * step, (hi / step).ceil() * step)
 }
 
 /// Columns of block characters, bottom up, scaled from `lo` to `hi`; with `under`, the lower
@@ -182,5 +201,26 @@ fn seconds(s: f64) -> String {
         format!("{:.0}m", s / 60.0)
     } else {
         format!("{s:.0}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_scale;
+
+    #[test]
+    fn a_scale_moves_only_when_its_values_cross_the_grid() {
+        // The grid of 5.3..6.6 is 0.2: 5.2..6.6.
+        let (lo, hi) = round_scale(5.3, 6.6);
+        assert!(
+            (lo - 5.2).abs() < 1e-9 && (hi - 6.6).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        // A lower minimum within the same grid step leaves the scale as it was.
+        let (a, b) = (round_scale(5.31, 6.61), round_scale(5.305, 6.61));
+        assert_eq!(a, b);
+        assert!(a.0 <= 5.305 && a.1 >= 6.61);
+        // A flat series is left alone.
+        assert_eq!(round_scale(2.0, 2.0), (2.0, 2.0));
     }
 }

@@ -52,12 +52,28 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     let end = matching
         .len()
         .saturating_sub(ui.log_back.min(matching.len().saturating_sub(1)));
-    let start = end.saturating_sub(rows);
+    let start = if needle.is_empty() && ui.log_back == 0 {
+        following(v.mon.model.log.kept, matching.len(), rows)
+    } else {
+        end.saturating_sub(rows)
+    };
     let lines: Vec<Line> = matching[start..end]
         .iter()
         .map(|l| line(v, l, several))
         .collect();
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The first of `len` lines to show in `rows` rows when following the newest of `kept` lines
+/// a page at a time: new lines are added below the last, and once the pane is full its lines
+/// move up by a third of its height at once. A pane that moved a row at every new line
+/// rewrote every row each time: on a real Megatron log, one step a second, most of what the
+/// live view wrote to the terminal.
+fn following(kept: u64, len: usize, rows: usize) -> usize {
+    let page = (rows / 3).max(1) as u64;
+    let first = kept.saturating_sub(len as u64);
+    let top = kept.saturating_sub(rows as u64).div_ceil(page) * page;
+    usize::try_from(top.max(first) - first).map_or(len, |s| s.min(len))
 }
 
 fn line<'a>(v: &View, l: &'a LogLine, several: bool) -> Line<'a> {
@@ -107,4 +123,27 @@ fn figures(text: &str) -> Vec<(Range<usize>, Role)> {
     let role = if in_num { Role::Info } else { Role::Text };
     out.push((run_start..text.len(), role));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::following;
+
+    #[test]
+    fn a_followed_pane_moves_a_third_of_its_height_once_full() {
+        // 18 rows, 500 lines kept: pages of 6.
+        let shown = |kept: u64| {
+            let len = kept.min(500) as usize;
+            let first = kept - len as u64;
+            first + following(kept, len, 18) as u64..kept
+        };
+        assert_eq!(shown(12), 0..12, "not full yet: every line");
+        assert_eq!(shown(198), 180..198, "full");
+        // A new line moves the lines up by six, and the next five are added below them.
+        assert_eq!(shown(199), 186..199);
+        assert_eq!(shown(204), 186..204);
+        assert_eq!(shown(205), 192..205);
+        // Past the lines kept, the same.
+        assert_eq!(shown(10_001), 9984..10_001);
+    }
 }
