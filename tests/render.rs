@@ -616,5 +616,9 @@ fn following_a_log_changes_few_cells_a_step() {
     // Of the 160x48 screen (7,680 cells): a new log line, the header's figures, the newest
     // column; the whole log pane and chart only at a page turn.
     assert!(median < 120, "median {median} cells a step: {changed:?}");
-    assert!(total < changed.len() * 200, "{total} cells over {} steps", changed.len());
+    assert!(
+        total < changed.len() * 200,
+        "{total} cells over {} steps",
+        changed.len()
+    );
 }

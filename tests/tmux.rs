@@ -342,3 +342,60 @@ fn report_shows_its_progress_on_a_terminal_and_clears_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The progress line names the file being read: a name that holds a cleared screen and a
+/// right-to-left override shows them escaped, and the terminal is not cleared.
+#[test]
+fn the_progress_line_shows_a_hostile_file_name_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = if cfg!(debug_assertions) {
+        10_000_000
+    } else {
+        100_000_000
+    };
+    let one = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/runs/data_bound_two_workers/train.log"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("big\u{1b}[2J\u{202e}x.log"),
+        one.repeat(bytes / one.len()),
+    )
+    .unwrap();
+    let script = format!(
+        "echo KEEP-ME; {} report big* > report.txt; echo \"exit=$?\"; sleep 60",
+        steptop().display()
+    );
+    let t = Tmux::start("hostile-name", 120, 10, dir.path(), &script);
+    let s = t.wait("the progress bar", |s| s.contains("left"));
+    assert!(s.contains("big\\u{1b}[2J\\u{202e}x.log ["), "{s}");
+    assert!(s.contains("KEEP-ME"), "the screen was cleared:\n{s}");
+    t.wait("the report", |s| s.contains("exit=0"));
+}
+
+/// A log that stopped before steptop started, read with the probes off: the live view says
+/// the run stalled (its clock is the loop's tick, not the samples).
+#[test]
+fn the_live_view_says_a_log_read_without_probes_stalled() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("train.log"), steps(1, 60)).unwrap();
+    std::fs::write(
+        dir.path().join("stall.toml"),
+        "[rules.stalled]\nfactor = 2\nmin-seconds = 3\nsustain = 1\n",
+    )
+    .unwrap();
+    let t = Tmux::start(
+        "stall",
+        80,
+        24,
+        dir.path(),
+        &script("--no-probe --config stall.toml train.log", ""),
+    );
+    let s = t.wait("the stall", |s| {
+        s.contains("no new step since steptop started")
+    });
+    assert!(s.contains("step 60/100"), "{s}");
+    t.keys(&["q"]);
+    t.wait("steptop's exit", |s| s.contains("exit=0"));
+}
