@@ -623,6 +623,21 @@ impl Following {
         Following { child, lines }
     }
 
+    /// Headless JSON lines of `log` read with the probes off (a login node reading shared
+    /// storage), with the stall's thresholds in seconds (`quick_stall_config` in `dir`).
+    fn logs_only(dir: &Path, log: &str) -> Following {
+        let config = quick_stall_config(dir);
+        Following::start(&[
+            "--headless",
+            "--no-probe",
+            "--format",
+            "json",
+            "--config",
+            config.to_str().unwrap(),
+            log,
+        ])
+    }
+
     /// The first JSON line for which `done` holds, within `secs` seconds.
     fn until(
         &self,
@@ -680,16 +695,7 @@ fn with_the_probes_off_a_log_that_stops_raises_stalled() {
     let log = dir.path().join("train.log");
     let step = |s: u64| format!("step {s}/1000 | loss=2.5 | time=200.0ms\n");
     std::fs::write(&log, (1..=60).map(step).collect::<String>()).unwrap();
-    let config = quick_stall_config(dir.path());
-    let run = Following::start(&[
-        "--headless",
-        "--no-probe",
-        "--format",
-        "json",
-        "--config",
-        config.to_str().unwrap(),
-        log.to_str().unwrap(),
-    ]);
+    let run = Following::logs_only(dir.path(), log.to_str().unwrap());
     let raised = run.until(30, "a stall raised", |v| stalled_change(v, "raised"));
     assert_eq!(raised["step"], 60, "{raised}");
     let title = raised["title"].as_str().unwrap();
@@ -731,16 +737,10 @@ fn with_the_probes_off_a_log_that_stops_raises_stalled() {
 #[test]
 fn a_log_that_ended_long_ago_is_said_to_be_one() {
     let dir = tempfile::tempdir().unwrap();
-    let config = quick_stall_config(dir.path());
-    let run = Following::start(&[
-        "--headless",
-        "--no-probe",
-        "--format",
-        "json",
-        "--config",
-        config.to_str().unwrap(),
+    let run = Following::logs_only(
+        dir.path(),
         "fixtures/wild/megatron-gh200-40rank-hang/stdout.log",
-    ]);
+    );
     let raised = run.until(30, "the stall raised", |v| stalled_change(v, "raised"));
     assert_eq!(raised["severity"], "info", "{raised}");
     assert_eq!(raised["step"], 344, "{raised}");

@@ -288,11 +288,10 @@ fn the_python_pane_names_the_hot_function_and_no_py_spy_text_reaches_the_screen(
     tmux.wait("the exit line", |s| s.contains("exit=0"));
 }
 
-#[test]
-fn report_shows_its_progress_on_a_terminal_and_clears_it() {
-    let dir = tempfile::tempdir().unwrap();
-    // Past the half second before the bar shows: about 10 MB takes seconds for a debug build,
-    // a release build (built with this test) needs ten times that.
+/// A log long enough that `report` shows its progress: past the half second before the bar
+/// shows, about 10 MB takes seconds for a debug build, and a release build (built with this
+/// test) needs ten times that.
+fn big_log(path: &Path) {
     let bytes = if cfg!(debug_assertions) {
         10_000_000
     } else {
@@ -303,8 +302,14 @@ fn report_shows_its_progress_on_a_terminal_and_clears_it() {
             .join("fixtures/runs/data_bound_two_workers/train.log"),
     )
     .unwrap();
+    std::fs::write(path, one.repeat(bytes / one.len())).unwrap();
+}
+
+#[test]
+fn report_shows_its_progress_on_a_terminal_and_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("big.log");
-    std::fs::write(&log, one.repeat(bytes / one.len())).unwrap();
+    big_log(&log);
     let script = format!(
         "{} report big.log > report.txt; echo \"exit=$?\"; sleep 60",
         steptop().display()
@@ -348,21 +353,7 @@ fn report_shows_its_progress_on_a_terminal_and_clears_it() {
 #[test]
 fn the_progress_line_shows_a_hostile_file_name_escaped() {
     let dir = tempfile::tempdir().unwrap();
-    let bytes = if cfg!(debug_assertions) {
-        10_000_000
-    } else {
-        100_000_000
-    };
-    let one = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/runs/data_bound_two_workers/train.log"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("big\u{1b}[2J\u{202e}x.log"),
-        one.repeat(bytes / one.len()),
-    )
-    .unwrap();
+    big_log(&dir.path().join("big\u{1b}[2J\u{202e}x.log"));
     let script = format!(
         "echo KEEP-ME; {} report big* > report.txt; echo \"exit=$?\"; sleep 60",
         steptop().display()

@@ -295,6 +295,15 @@ impl Facts {
         }
     }
 
+    /// A run of `records` step records ended: its changes are over. Returns those logged
+    /// after its last step, the next launch's settings (a change between runs); what changed
+    /// inside the ended run was its own.
+    fn take_changes(&mut self, records: u64) -> Vec<SettingChange> {
+        let mut changes = std::mem::take(&mut self.changed);
+        changes.retain(|c| c.after_records >= records);
+        changes
+    }
+
     /// Samples per optimizer step across all ranks, when the logs say enough to know it: the
     /// global batch as stated, else one process's batch times the processes and the
     /// gradient accumulation (one each when not stated).
@@ -450,13 +459,7 @@ impl Model {
     /// model afresh and moving it in was 9% of the monitor's thread on the bench log).
     pub fn new_run(&mut self, alerts: u64) {
         let mut ended = RunSummary::of(&self.merged, self.run_lines.unwrap_or_default(), alerts);
-        // What was logged differently after the run's last step is the next launch's setting;
-        // what changed inside the ended run was its own.
-        let records = self.merged.records;
-        ended.then_changed = std::mem::take(&mut self.facts.changed)
-            .into_iter()
-            .filter(|c| c.after_records >= records)
-            .collect();
+        ended.then_changed = self.facts.take_changes(self.merged.records);
         let Model {
             cfg,
             ranks,
@@ -833,11 +836,7 @@ mod tests {
     /// The reference the in-place one is held to.
     fn new_run_afresh(m: &mut Model, alerts: u64) {
         let mut ended = RunSummary::of(&m.merged, m.run_lines.unwrap_or_default(), alerts);
-        let records = m.merged.records;
-        ended.then_changed = std::mem::take(&mut m.facts.changed)
-            .into_iter()
-            .filter(|c| c.after_records >= records)
-            .collect();
+        ended.then_changed = m.facts.take_changes(m.merged.records);
         let mut fresh = Model::new(m.cfg);
         fresh.facts = std::mem::take(&mut m.facts);
         fresh.events = std::mem::take(&mut m.events);
