@@ -18,6 +18,23 @@ pub fn pct(v: f64) -> String {
     out
 }
 
+/// What fixing a cause could give, `share` being the part of each step's time it takes: the
+/// one wording every sink uses. Removing 98% of a step makes it 98% shorter, which is 50
+/// times as fast, not "98% faster" nor "0.98x faster".
+pub fn gain_words(share: f64) -> String {
+    let share = share.clamp(0.0, 0.999);
+    let times = 1.0 / (1.0 - share);
+    let times = if times >= 10.0 {
+        format!("{times:.0}x")
+    } else {
+        format!("{times:.2}x")
+    };
+    format!(
+        "fixed: steps up to {:.0}% shorter, {times} as fast",
+        share * 100.0
+    )
+}
+
 /// A count and its noun, singular for one: `1 DataLoader worker`, `4 DataLoader workers`.
 pub fn count(n: f64, noun: &str) -> String {
     if n == 1.0 {
@@ -199,6 +216,20 @@ pub fn rate(bytes_per_s: f64) -> String {
 mod tests {
     use super::*;
     use proptest::strategy::Strategy;
+
+    #[test]
+    fn a_gain_is_a_shorter_step_and_how_many_times_as_fast() {
+        assert_eq!(
+            gain_words(0.98),
+            "fixed: steps up to 98% shorter, 50x as fast"
+        );
+        assert_eq!(
+            gain_words(0.1),
+            "fixed: steps up to 10% shorter, 1.11x as fast"
+        );
+        // A share the cause cannot have is held under the whole step.
+        assert!(gain_words(1.7).contains("up to 100% shorter, 1000x as fast"));
+    }
 
     /// `clock` as it was written with the formatting machinery: the reference.
     fn clock_formatted(t: f64) -> String {

@@ -147,7 +147,12 @@ pub struct Model {
     pub cache: CacheState,
     pub host_mem: Option<HostMemRecord>,
     pub events: Vec<EventEntry>,
+    /// Events, each counted once: an evaluation, a checkpoint or an epoch end that a log
+    /// prints over many lines (260 `Iter(val)` lines, 1,540 redraws of an eval bar) is one,
+    /// from its first line to the next training step.
     pub event_counts: BTreeMap<EventKind, u64>,
+    /// The boundaries (eval, checkpoint, epoch end) under way: seen since the last step.
+    open_boundaries: Vec<EventKind>,
     /// The latest events, oldest first, each with the last step seen when it came.
     pub recent_events: VecDeque<(EventKind, Option<u64>)>,
     pub batches: Batches,
@@ -400,6 +405,7 @@ impl Model {
             host_mem: None,
             events: Vec::new(),
             event_counts: BTreeMap::new(),
+            open_boundaries: Vec::new(),
             recent_events: VecDeque::new(),
             batches: Batches::default(),
             facts: Facts::default(),
@@ -470,6 +476,7 @@ impl Model {
             host_mem,
             events: _,
             event_counts: _,
+            open_boundaries,
             recent_events,
             batches,
             facts: _,
@@ -503,6 +510,7 @@ impl Model {
         *cache = CacheState::default();
         *host_mem = None;
         recent_events.clear();
+        open_boundaries.clear();
         *batches = Batches::default();
         *summary = SummaryRecord::default();
         log_memory.clear();
@@ -609,25 +617,20 @@ impl Model {
             // Lines with impossible figures never reach the model (feed.rs): nothing to do.
             Record::Rejected { .. } => {}
             Record::Event { kind, text } => {
-                if matches!(
+                let boundary = matches!(
                     kind,
                     EventKind::Eval | EventKind::Checkpoint | EventKind::EpochEnd
-                ) {
+                );
+                if boundary {
                     self.timeline.boundary(kind);
                 }
-                *self.event_counts.entry(kind).or_default() += 1;
-                if self.recent_events.len() == RECENT_EVENTS {
-                    self.recent_events.pop_front();
+                // The next line of a boundary under way is the same event.
+                let again = boundary && self.open_boundaries.contains(&kind);
+                if boundary && !again {
+                    self.open_boundaries.push(kind);
                 }
-                self.recent_events.push_back((kind, self.merged.last_step));
-                if self.events.len() < EVENTS_KEPT {
-                    self.events.push(EventEntry {
-                        kind,
-                        source: stamp.source,
-                        line: stamp.line,
-                        time: t,
-                        text,
-                    });
+                if !again {
+                    self.event(stamp, kind, text);
                 }
             }
             Record::Config(f) => self.facts.apply(f, self.merged.records),
@@ -642,6 +645,24 @@ impl Model {
             self.block_steps();
         }
         read
+    }
+
+    /// One event, counted and kept among the recent ones and the first `EVENTS_KEPT`.
+    fn event(&mut self, stamp: &Stamp, kind: EventKind, text: String) {
+        *self.event_counts.entry(kind).or_default() += 1;
+        if self.recent_events.len() == RECENT_EVENTS {
+            self.recent_events.pop_front();
+        }
+        self.recent_events.push_back((kind, self.merged.last_step));
+        if self.events.len() < EVENTS_KEPT {
+            self.events.push(EventEntry {
+                kind,
+                source: stamp.source,
+                line: stamp.line,
+                time: stamp.time,
+                text,
+            });
+        }
     }
 
     /// The run's time in seconds: the logs' own times (or arrivals) when they have them, else
@@ -763,6 +784,9 @@ impl Model {
         };
         if new_step && let Some(ms) = d.step_time_ms {
             self.step_clock_s += ms / 1000.0;
+        }
+        if new_step {
+            self.open_boundaries.clear();
         }
         let recent = &self.merged.step_time_ms.recent;
         self.timeline.step(
@@ -933,7 +957,14 @@ mod tests {
     #[test]
     fn events_are_bounded_but_counted() {
         let mut m = Model::new(ModelConfig::default());
-        for _ in 0..(EVENTS_KEPT + 50) {
+        for i in 0..(EVENTS_KEPT + 50) {
+            m.apply(
+                &Stamp::default(),
+                Record::Step(Box::new(StepRecord {
+                    step: Some(i as u64 + 1),
+                    ..StepRecord::default()
+                })),
+            );
             m.apply(
                 &Stamp::default(),
                 Record::Event {
@@ -947,5 +978,32 @@ mod tests {
             m.event_counts[&EventKind::Checkpoint],
             (EVENTS_KEPT + 50) as u64
         );
+    }
+
+    #[test]
+    fn an_evaluation_over_many_lines_is_one_event() {
+        let mut m = Model::new(ModelConfig::default());
+        let event = |kind| Record::Event {
+            kind,
+            text: String::new(),
+        };
+        let step = |s: u64| {
+            Record::Step(Box::new(StepRecord {
+                step: Some(s),
+                ..StepRecord::default()
+            }))
+        };
+        for s in [100, 200] {
+            m.apply(&Stamp::default(), step(s));
+            // mmengine's `Iter(val) [50/1206]` lines, a checkpoint among them.
+            for _ in 0..13 {
+                m.apply(&Stamp::default(), event(EventKind::Eval));
+            }
+            m.apply(&Stamp::default(), event(EventKind::Checkpoint));
+            m.apply(&Stamp::default(), event(EventKind::Eval));
+        }
+        assert_eq!(m.event_counts[&EventKind::Eval], 2);
+        assert_eq!(m.event_counts[&EventKind::Checkpoint], 2);
+        assert_eq!(m.events.len(), 4);
     }
 }

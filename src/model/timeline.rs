@@ -34,8 +34,10 @@ impl StepMark {
     }
 }
 
-/// What eval, checkpoint and epoch-end pauses cost: the wall time between the step before a
-/// boundary and the step after it, less a usual step.
+/// What eval, checkpoint and epoch-end pauses cost: the wall time between the step line before
+/// a boundary and the step line after it, less the usual time of the steps between them (a
+/// log that prints every 100th iteration has 100 steps of training in that gap besides the
+/// pause).
 #[derive(Clone, Debug, Default)]
 pub struct Pauses {
     /// Seconds per pause.
@@ -62,6 +64,8 @@ pub struct Timeline {
     /// Log time of the first and the last step with a real time: the wall time they span.
     pub first_time: Option<f64>,
     pub last_time: Option<f64>,
+    /// The step number of the last step with a real time.
+    last_timed_step: Option<u64>,
     /// The boundary logged since the last step.
     pub pending: Option<EventKind>,
     /// This machine's clock (samples, ticks) when the last step came: Some(None) when it had
@@ -145,7 +149,11 @@ impl Timeline {
         let (t, real) = time;
         if real {
             if let (Some(_), Some(prev), Some(usual)) = (after, self.last_time, usual_ms()) {
-                let pause = (t - prev) - usual / 1000.0;
+                let steps = match (step, self.last_timed_step) {
+                    (Some(s), Some(p)) if s > p => (s - p) as f64,
+                    _ => 1.0,
+                };
+                let pause = (t - prev) - steps * usual / 1000.0;
                 if pause > 0.0 {
                     self.pauses.seconds.push(pause);
                     self.pauses.first_step = self.pauses.first_step.or(step);
@@ -154,6 +162,7 @@ impl Timeline {
             }
             self.first_time.get_or_insert(t);
             self.last_time = Some(t);
+            self.last_timed_step = step.or(self.last_timed_step);
         }
         if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
             let mut replaced = None;

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::common::display::{self, Tabs};
-use crate::common::units::{clock, ms, num, pct, push_clock, push_padded};
+use crate::common::units::{clock, gain_words, ms, num, pct, push_clock, push_padded};
 use crate::diagnose::{Alert, Change, ChangeKind, Severity};
 use crate::model::baseline::{change, ratio};
 use crate::model::breakdown::Over;
@@ -205,7 +205,7 @@ pub fn alert_text(c: &Change, a: &Alert, origin: &Origin) -> String {
     out.push_str(": ");
     push_one_line(&mut out, &a.title);
     if let Some(g) = a.gain.filter(|g| *g > 0.0) {
-        out.push_str(&format!(" (gain {})", pct(g)));
+        out.push_str(&format!(" ({})", gain_words(g)));
     }
     if c.change != ChangeKind::Cleared {
         if !a.evidence.is_empty() {
@@ -430,7 +430,7 @@ mod tests {
             one_line(&a.title)
         );
         if let Some(g) = a.gain.filter(|g| *g > 0.0) {
-            out.push_str(&format!(" (gain {})", pct(g)));
+            out.push_str(&format!(" ({})", gain_words(g)));
         }
         if c.change != ChangeKind::Cleared {
             if !a.evidence.is_empty() {

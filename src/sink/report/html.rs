@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::{PartOut, Report};
-use crate::common::units::{duration, ms, num, pct};
+use crate::common::units::{duration, gain_words, ms, num, pct};
 use crate::diagnose::Alert;
 use crate::diagnose::checklist::Status;
 use crate::model::Model;
@@ -148,12 +148,15 @@ fn verdict(o: &mut String, r: &Report) {
     o.push_str("<section id=\"verdict\"><h2>Verdict</h2>");
     match &r.verdict {
         Some(v) => {
+            let gain = (v.gain.filter(|g| *g > 0.0))
+                .map_or(String::new(), |g| format!(" ({})", gain_words(g)));
             let _ = write!(
                 o,
-                "<p class=\"verdict sev-{}\"><b>{}</b> {}</p>",
+                "<p class=\"verdict sev-{}\"><b>{}</b> {}{}</p>",
                 v.severity.name(),
                 v.severity.name(),
-                esc(&v.title)
+                esc(&v.title),
+                esc(&gain)
             );
         }
         None => o.push_str("<p class=\"verdict\">No alert is active.</p>"),

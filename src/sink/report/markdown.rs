@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::Report;
 use crate::common::display::{self, Tabs};
-use crate::common::units::{duration, ms, num, pct};
+use crate::common::units::{duration, gain_words, ms, num, pct};
 use crate::diagnose::checklist::Status;
 
 /// GitHub-flavoured markdown tables.
@@ -22,9 +22,11 @@ pub fn render(r: &Report) -> String {
     }
     match &r.verdict {
         Some(v) => {
+            let gain = (v.gain.filter(|g| *g > 0.0))
+                .map_or(String::new(), |g| format!(" ({})", gain_words(g)));
             let _ = writeln!(
                 o,
-                "**Verdict ({}):** {}\n",
+                "**Verdict ({}):** {}{gain}\n",
                 v.severity.name(),
                 escape(&v.title)
             );

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::Report;
 use super::probe::words;
 use crate::common::display::{self, Tabs};
-use crate::common::units::{duration, ms, num, pct};
+use crate::common::units::{duration, gain_words, ms, num, pct};
 use crate::diagnose::Alert;
 use crate::diagnose::checklist::Status;
 
@@ -128,12 +128,7 @@ fn verdict(r: &Report, o: &mut String) {
             let head = format!("\nverdict       {} ", v.severity.name());
             words(o, &head, 14, &v.title);
             if let Some(g) = v.gain.filter(|g| *g > 0.0) {
-                words(
-                    o,
-                    "              ",
-                    14,
-                    &format!("fixing it could make steps up to {} faster", pct(g)),
-                );
+                words(o, "              ", 14, &gain_words(g));
             }
         }
         None => o.push_str("\nverdict       no alert is active\n"),

@@ -82,13 +82,8 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
         }
         let role = severity_role(a.severity);
         let head = if i == 0 { "●" } else { "•" };
-        let gain = a
-            .gain
-            .filter(|g| *g > 1.01)
-            .map(|g| format!(" (up to {g:.1}x faster)"))
-            .unwrap_or_default();
         let title = format!(
-            "{mark}{head} {} {}{gain}",
+            "{mark}{head} {} {}",
             a.severity.name().to_uppercase(),
             a.title
         );

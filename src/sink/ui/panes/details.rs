@@ -7,7 +7,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::View;
 use super::alerts::listed;
-use crate::common::units::duration;
+use crate::common::units::{duration, gain_words};
 use crate::diagnose::rules::RULES;
 use crate::settings::theme::{Role, Theme};
 use crate::sink::ui::widgets::{severity_role, styled};
@@ -51,7 +51,8 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
     };
     let gain = a
         .gain
-        .map(|g| format!("; fixing it could make steps up to {g:.2}x faster"))
+        .filter(|g| *g > 0.0)
+        .map(|g| format!("; {}", gain_words(g)))
         .unwrap_or_default();
     lines.push(Line::from(v.span(format!("{since}{gain}"), Role::Text)));
     lines.push(Line::from(v.span("Evidence", Role::Title)));

@@ -1,0 +1,95 @@
+//! Verdicts worth trusting: the figures that decide, checked on real logs against what the
+//! logs themselves say. Each test names the log and how its truth was read.
+
+mod support;
+
+use serde_json::Value;
+
+fn report_json(path: &str) -> Value {
+    let out = support::steptop()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "--format", "json", path])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn alert<'a>(r: &'a Value, rule: &str) -> Option<&'a Value> {
+    r["alerts"].as_array()?.iter().find(|a| a["rule"] == rule)
+}
+
+/// mmseg's PSPNet (fixtures/wild/mmengine-mmseg-pspnet-iter) logs every 100th iteration and
+/// evaluates every 500. Around one evaluation: iteration 500 at 20:20:35, the last
+/// `Iter(val)` at 20:20:50, iteration 600 at 20:21:04 with `time: 0.1386`: the 29 s gap holds
+/// 100 training steps (13.9 s) and 15 s of evaluation. Over the run, 19 such gaps against
+/// 1654 s: about 17% of the wall time, not 32% (a gap less one step). And an evaluation is
+/// one event, however many `Iter(val)` lines it prints: 20 of them, not 260.
+#[test]
+fn an_evaluation_is_its_pause_once_and_one_event() {
+    let r = report_json("fixtures/wild/mmengine-mmseg-pspnet-iter/20230211_201914.log");
+    let a = alert(&r, "eval_overhead").expect("the pauses are named");
+    let title = a["title"].as_str().unwrap();
+    assert!(title.contains("17% of the wall time"), "{a:#}");
+    assert!(
+        a["evidence"]
+            .to_string()
+            .contains("no step would be shorter"),
+        "{a:#}"
+    );
+    assert!(
+        a["gain"].is_null(),
+        "a pause is not a gain of the step: {a:#}"
+    );
+    let count = |kind: &str| {
+        r["event_counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == kind)
+            .map(|c| c["count"].clone())
+    };
+    assert_eq!(count("eval"), Some(20.into()));
+    assert_eq!(count("checkpoint"), Some(10.into()));
+}
+
+/// One wording of what a fix could give, the same in every sink: a cause that takes 65% of
+/// each step leaves a step up to 65% shorter, 2.86 times as fast (fixtures/runs/gpu_starved,
+/// a recording), not "65% faster" nor "0.65x faster".
+#[test]
+fn a_gain_is_said_one_way_everywhere() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let log = "fixtures/runs/gpu_starved/run.jsonl";
+    let text = |args: &[&str]| {
+        let out = support::steptop()
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let report = text(&["report", log]);
+    let markdown = text(&["report", "--format", "markdown", log]);
+    let headless = text(&["replay", "--speed", "max", "--headless", log]);
+    let r = report_json(log);
+    let gain = r["verdict"]["gain"].as_f64().expect("a gain");
+    let want = format!(
+        "fixed: steps up to {:.0}% shorter, {:.2}x as fast",
+        gain * 100.0,
+        1.0 / (1.0 - gain)
+    );
+    for (what, out) in [("text", &report), ("markdown", &markdown)] {
+        assert!(out.contains(&want), "{what} lacks {want:?}:\n{out}");
+    }
+    assert!(headless.contains("fixed: steps up to "), "{headless}");
+    for out in [&report, &markdown, &headless] {
+        assert!(
+            !out.contains("% faster") && !out.contains("(gain "),
+            "{out}"
+        );
+    }
+}
