@@ -93,3 +93,27 @@ fn a_gain_is_said_one_way_everywhere() {
         );
     }
 }
+
+/// detectron2 on three GPUs (fixtures/wild/detectron2-voc-c4-3gpu), read with no GPU
+/// readings: 11 ms of data wait in a 948 ms step. The log shows that the input is not the
+/// limit, not that a GPU nobody read is; and the checklist agrees with the verdict.
+#[test]
+fn without_gpu_readings_a_run_is_not_data_bound_not_gpu_bound() {
+    let r = report_json("fixtures/wild/detectron2-voc-c4-3gpu/log.txt");
+    let v = &r["verdict"];
+    assert_eq!(v["rule"], "compute_bound", "{v:#}");
+    let title = v["title"].as_str().unwrap();
+    assert!(title.starts_with("not data-bound"), "{title}");
+    let actions = v["actions"].to_string();
+    assert!(
+        !actions.contains("cuda") && !actions.contains("TF32"),
+        "no GPU advice for a GPU not read: {actions}"
+    );
+    let data = r["checklist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "data_time")
+        .unwrap();
+    assert_eq!(data["status"], "pass", "{data:#}");
+}

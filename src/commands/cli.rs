@@ -116,6 +116,10 @@ pub struct OutputArgs {
     /// How long a hook may run before it is killed.
     #[arg(long, default_value = "10s", value_parser = parse_interval, requires = "exec")]
     pub exec_timeout: std::time::Duration,
+    /// The least severity whose changes run the hook: info alerts (what is fine, a detail)
+    /// would page someone at every start.
+    #[arg(long, value_enum, default_value_t = MinSeverity::Warn, value_name = "SEVERITY", requires = "exec")]
+    pub exec_min_severity: MinSeverity,
     /// Exit 1 at the end if an alert of this severity or worse was raised.
     #[arg(long, value_enum, value_name = "SEVERITY", requires = "headless")]
     pub fail_on: Option<FailOn>,
@@ -136,6 +140,23 @@ pub struct OutputArgs {
 pub enum FailOn {
     Warn,
     Crit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MinSeverity {
+    Info,
+    Warn,
+    Crit,
+}
+
+impl MinSeverity {
+    pub fn severity(self) -> crate::diagnose::Severity {
+        match self {
+            MinSeverity::Info => crate::diagnose::Severity::Info,
+            MinSeverity::Warn => crate::diagnose::Severity::Warn,
+            MinSeverity::Crit => crate::diagnose::Severity::Crit,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

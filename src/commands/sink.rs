@@ -20,6 +20,7 @@ use crate::monitor::msg::{self, Msg};
 use crate::probe;
 use crate::settings::config::Config;
 use crate::settings::theme;
+use crate::sink::headless::Exec;
 use crate::sink::{compare, headless, metrics, ui};
 
 /// The inbox a sink reads, and where its input comes from.
@@ -170,7 +171,11 @@ pub(super) fn sink(
             headless::Headless {
                 format: out.format,
                 status_every: out.status_every,
-                exec: out.exec.clone().map(|cmd| (cmd, out.exec_timeout)),
+                exec: out.exec.clone().map(|cmd| Exec {
+                    cmd,
+                    timeout: out.exec_timeout,
+                    min: out.exec_min_severity.severity(),
+                }),
                 fail_on: out.fail_on.map(|f| match f {
                     FailOn::Warn => diagnose::Severity::Warn,
                     FailOn::Crit => diagnose::Severity::Crit,

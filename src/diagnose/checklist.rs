@@ -27,6 +27,10 @@ pub struct Item {
     pub value: Option<String>,
 }
 
+/// A data wait under this share of the step passes whatever its milliseconds: the share under
+/// which `compute_bound` says the input is not the limit.
+const DATA_SHARE: f64 = 0.02;
+
 /// Host memory counts as stable while its use grows by less than this (MiB per minute).
 const STABLE_MIB_PER_MIN: f64 = 10.0;
 
@@ -80,13 +84,23 @@ pub fn evaluate(m: &Model, d: &Diagnosis) -> Vec<Item> {
             &|x| x > 90.0,
             &|x| format!("{x:.0}%"),
         ),
-        item(
-            "data_time",
-            "data_time under 10 ms",
-            v.data_ms(),
-            &|x| x < 10.0,
-            &|x| format!("{x:.1} ms"),
-        ),
+        // An absolute 10 ms is the users' own mark; a data wait that is a sliver of a long
+        // step is no limit, as the verdict says of it.
+        Item {
+            id: "data_time",
+            label: "data_time under 10 ms or 2% of step",
+            status: match (v.data_ms(), v.data_share()) {
+                (Some(ms), share) if ms < 10.0 || share.is_some_and(|s| s < DATA_SHARE) => {
+                    Status::Pass
+                }
+                (Some(_), _) => Status::Fail,
+                (None, _) => Status::Unknown,
+            },
+            value: v.data_ms().map(|ms| match v.data_share() {
+                Some(s) => format!("{ms:.1} ms ({:.1}%)", s * 100.0),
+                None => format!("{ms:.1} ms"),
+            }),
+        },
         item(
             "cache_hit_rate",
             "cache hit rate above 75%",

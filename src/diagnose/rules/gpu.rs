@@ -144,7 +144,7 @@ fn low_gpu_util(v: &View, k: &Knobs) -> Option<Finding> {
 pub const COMPUTE_BOUND: Rule = Rule {
     id: "compute_bound",
     basis: Basis::Steps,
-    summary: "the GPU is the limit: data loading takes almost nothing and the GPU (when read) is busy",
+    summary: "the compute is the limit: data loading takes almost nothing and the GPU, when read, is busy; without GPU readings, said as not data-bound",
     params: &[
         p(
             "data-share",
@@ -175,11 +175,17 @@ fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
     if util.is_some_and(|u| u < k.get("gpu-util")) {
         return None;
     }
-    let title = || {
-        format!(
+    // A GPU nobody read is not claimed busy: the log shows only that the input is not the
+    // limit.
+    let title = || match util {
+        Some(_) => format!(
             "the GPU is the limit: data loading takes {:.1}% of each step",
             share * 100.0
-        )
+        ),
+        None => format!(
+            "not data-bound: data loading takes {:.1}% of each step",
+            share * 100.0
+        ),
     };
     let mut f = if share <= k.get("data-share") {
         v.enter(Severity::Info, title)
@@ -207,6 +213,12 @@ fn compute_bound(v: &View, k: &Knobs) -> Option<Finding> {
         }
         None => f.why(|| "no GPU readings: judged from the log alone"),
     };
+    if util.is_none() {
+        return Some(
+            f.act(|| "more data loader work will not help: the input is not the limit")
+                .act(|| "see where the step's compute goes: torch.profiler over a few steps, or steptop on the machine that runs it (it reads the GPUs there)"),
+        );
+    }
     let facts = &v.m.facts;
     if facts.amp_dtype.is_none() {
         f = f.act(|| "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16))");

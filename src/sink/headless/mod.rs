@@ -38,12 +38,19 @@ const WAKE: Duration = Duration::from_millis(500);
 /// After the trainer exits, its last lines are read until the logs are quiet this long.
 const SETTLE: Duration = Duration::from_millis(1500);
 
+/// The `--exec` command, its timeout, and the least severity whose changes run it.
+pub struct Exec {
+    pub cmd: String,
+    pub timeout: Duration,
+    pub min: Severity,
+}
+
 /// What a headless run prints and when it stops.
 pub struct Headless {
     pub format: LineFormat,
     pub status_every: Option<Duration>,
-    /// The `--exec` command and its timeout.
-    pub exec: Option<(String, Duration)>,
+    /// The `--exec` hook.
+    pub exec: Option<Exec>,
     pub fail_on: Option<Severity>,
     pub until_exit: Option<u32>,
     /// A replay: time is the replayed time, and the end of the input ends the run.
@@ -61,7 +68,7 @@ pub fn run(opts: Headless, mut mon: Monitor, inbox: &Receiver<Msg>) -> Result<()
     let hooks = opts
         .exec
         .as_ref()
-        .map(|(cmd, timeout)| Hooks::spawn(cmd.clone(), *timeout))
+        .map(|e| Hooks::spawn(e.cmd.clone(), e.timeout))
         .transpose()
         .map_err(|e| Error::Runtime(format!("cannot start the --exec thread: {e}")))?;
     let mut sink = Sink {
@@ -260,7 +267,9 @@ impl Sink {
                 LineFormat::Json => line::alert_json(c, a, origin),
                 LineFormat::Text => line::alert_text(c, a, origin),
             };
-            if let Some(h) = &self.hooks {
+            if let Some(h) = &self.hooks
+                && self.opts.exec.as_ref().is_some_and(|e| c.severity >= e.min)
+            {
                 let json = match self.opts.format {
                     LineFormat::Json => text.clone(),
                     LineFormat::Text => line::alert_json(c, a, origin),
