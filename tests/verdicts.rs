@@ -117,3 +117,73 @@ fn without_gpu_readings_a_run_is_not_data_bound_not_gpu_bound() {
         .unwrap();
     assert_eq!(data["status"], "pass", "{data:#}");
 }
+
+/// A user's `[[pattern]]` that takes the step's group for the data wait (a log of its own
+/// format: `it 12 took 0.101s, fetch 0.368`): a data time longer than the step is no figure
+/// to judge by. It is a note that names the pattern, never a verdict; and a pattern that
+/// matched nothing says so, instead of a report the same as one without it.
+#[test]
+fn a_pattern_that_reads_impossible_figures_or_nothing_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("t.log");
+    let text: String = (1..=200)
+        .map(|s| {
+            format!(
+                "it {s} took {:.3}s, fetch 0.368 L={:.3}\n",
+                0.1 + 0.001 * f64::from(s % 7),
+                2.0 - f64::from(s) * 0.001
+            )
+        })
+        .collect();
+    std::fs::write(&log, text).unwrap();
+    let config = |name: &str, regex: &str| {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!("[[pattern]]\nname = \"{name}\"\nregex = '{regex}'\n"),
+        )
+        .unwrap();
+        path
+    };
+    let run = |cfg: &std::path::Path| -> Value {
+        let out = support::steptop()
+            .args(["report", "--format", "json", "--config"])
+            .arg(cfg)
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let wrong = config(
+        "mine",
+        r"it (?P<step>\d+) took (?P<step_time_s>[\d.]+)s, fetch (?P<data_time_s>[\d.]+) L=(?P<loss>\S+)",
+    );
+    let r = run(&wrong);
+    assert!(r["verdict"].is_null(), "{:#}", r["verdict"]);
+    assert!(r["data_share"].is_null(), "{}", r["data_share"]);
+    let notes = r["reading_notes"].to_string();
+    assert!(
+        notes.contains("pattern 'mine'") && notes.contains("longer than their step"),
+        "{notes}"
+    );
+    let none = config(
+        "other",
+        r"iteration (?P<step>\d+) took (?P<step_time_s>[\d.]+)s",
+    );
+    let r = run(&none);
+    assert!(
+        r["reading_notes"]
+            .to_string()
+            .contains("pattern 'other' in ")
+            && r["reading_notes"]
+                .to_string()
+                .contains("matched 0 of 200 lines"),
+        "{}",
+        r["reading_notes"]
+    );
+}

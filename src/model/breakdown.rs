@@ -62,10 +62,13 @@ impl Model {
     /// Data time over step time, summed over the steps of `span` that logged both; else the
     /// mean data wait of a run's profiler report over the mean step.
     pub fn data_share(&self, span: Over) -> Option<f64> {
+        // A wait for data longer than the steps it is part of is figures read for others (a
+        // pattern's wrong group): no share at all, and a note where the lines are counted.
         let logged = match span {
             Over::Run => self.merged.data_share(),
             Over::Recent(n) => self.merged.recent_data_share(n),
-        };
+        }
+        .filter(|s| *s <= 1.0 + 1e-9);
         logged.or_else(|| {
             let step = self.step_ms(Over::Run)?;
             let data = self.stages.run_data_ms?;

@@ -2,6 +2,7 @@
 //! the lines nothing read and those whose figures cannot be true. The report's sources table
 //! and the live header show it.
 
+use crate::parse::record::Record;
 use crate::parse::{FormatCounts, LineInfo};
 
 /// Counts for one file: the report's sources table and the live header.
@@ -23,6 +24,27 @@ pub struct SourceStats {
     /// What in a metric file could not be read (a record that fails its checksum, a torn
     /// last record), with where: the rest of the file still is.
     pub problems: Vec<String>,
+    /// Per user `[[pattern]]` (by its place in the config's list), the lines it read and of
+    /// them those rejected.
+    pub patterns: Vec<PatternCount>,
+    /// Step lines whose data time is longer than their step time (by more than rounding), and
+    /// the first of them: a figure read for another, or a smoothed step beside a raw wait.
+    pub data_over_step: u64,
+    pub first_data_over_step: Option<u64>,
+}
+
+/// What one user pattern read of a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PatternCount {
+    pub matched: u64,
+    pub rejected: u64,
+    /// Of them, the lines whose data time is longer than their step time.
+    pub data_over_step: u64,
+}
+
+/// Whether a step record's data time is longer than its step time by more than rounding.
+pub fn data_over_step(rec: &Record) -> bool {
+    matches!(rec, Record::Step(s) if s.data_time_ms.zip(s.step_time_ms).is_some_and(|(d, t)| d > t * 1.05 + 0.5))
 }
 
 /// Whether nothing read a line that gave `records` records: not blank, and no format
@@ -32,9 +54,27 @@ pub fn read_nothing(info: &LineInfo, records: usize) -> bool {
 }
 
 impl SourceStats {
+    fn pattern(&mut self, p: u8) -> &mut PatternCount {
+        let i = usize::from(p);
+        if self.patterns.len() <= i {
+            self.patterns.resize(i + 1, PatternCount::default());
+        }
+        &mut self.patterns[i]
+    }
+
     /// Counts line `line_no`, which gave `records` records; true when nothing read it.
     pub fn count(&mut self, line_no: u64, info: &LineInfo, records: usize) -> bool {
         self.lines = self.lines.max(line_no);
+        if let Some(p) = info.pattern {
+            self.pattern(p).matched += 1;
+        }
+        if info.data_over_step {
+            self.data_over_step += 1;
+            self.first_data_over_step.get_or_insert(line_no);
+            if let Some(p) = info.pattern {
+                self.pattern(p).data_over_step += 1;
+            }
+        }
         self.formats.add(info);
         self.records += records as u64;
         let unparsed = read_nothing(info, records);
@@ -43,9 +83,15 @@ impl SourceStats {
     }
 
     /// Counts line `line_no` as rejected for `what`: unparsed, whatever format it looked like;
-    /// the first one is kept with its text (cleaned, its first 200 characters).
-    pub fn reject(&mut self, line_no: u64, what: &'static str, raw: &[u8]) {
+    /// the first one is kept with its text (cleaned, its first 200 characters). `info` says
+    /// which user pattern read it, if one did.
+    pub fn reject(&mut self, line_no: u64, info: &LineInfo, what: &'static str, raw: &[u8]) {
         self.lines = self.lines.max(line_no);
+        if let Some(p) = info.pattern {
+            let count = self.pattern(p);
+            count.matched += 1;
+            count.rejected += 1;
+        }
         self.unparsed += 1;
         self.rejected += 1;
         if self.first_rejected.is_none() {

@@ -180,7 +180,7 @@ impl Monitor {
         }
         let stats = &mut self.source(stamp.source).stats;
         match info.rejected {
-            Some(what) => stats.reject(stamp.line, what, text),
+            Some(what) => stats.reject(stamp.line, info, what, text),
             None => {
                 stats.count(stamp.line, info, records.len());
             }

@@ -43,6 +43,10 @@ pub struct LineInfo {
     /// Set by the file's feed when the line's figures cannot be true (a step that goes back
     /// with no restart, an overflow): why. Such a line reaches no model and counts as rejected.
     pub rejected: Option<&'static str>,
+    /// The user's `[[pattern]]` that read the line: its place in the config's list.
+    pub pattern: Option<u8>,
+    /// A step record of the line has a data time longer than its step time.
+    pub data_over_step: bool,
 }
 
 /// Per-file parsing state.
@@ -179,6 +183,11 @@ const FORMAT_COUNT: usize = Format::MetricsJson as usize + 1;
 
 impl Parser {
     /// A parser that also tries the user's own patterns first.
+    /// The user's patterns this parser tries first.
+    pub fn patterns(&self) -> &[user::UserPattern] {
+        &self.user
+    }
+
     pub fn with_patterns(user: Arc<Vec<user::UserPattern>>) -> Self {
         Parser {
             user,
@@ -328,11 +337,12 @@ impl Parser {
         };
         self.ctx.since_cache = (self.ctx.since_cache + 1).min(CACHE_BLOCK_LINES + 1);
         let before = out.len();
-        info.format = if self.user.is_empty() {
-            None
-        } else {
-            user::parse(&self.user, payload, out)
-        };
+        if !self.user.is_empty()
+            && let Some(i) = user::parse(&self.user, payload, out)
+        {
+            info.format = Some(Format::User);
+            info.pattern = u8::try_from(i).ok();
+        }
         if info.format.is_none() {
             let payload = launcher_host(payload).unwrap_or(payload);
             info.format = dispatch(payload, prefix.logger, &mut self.ctx, out);

@@ -5,12 +5,14 @@ use regex::Regex;
 
 use super::kv::{self, Field};
 use super::num::Unit;
-use super::record::{CacheRecord, Format, Record, StageRecord, StepRecord};
+use super::record::{CacheRecord, Record, StageRecord, StepRecord};
 
 /// A compiled pattern and what each of its groups fills.
 #[derive(Debug)]
 pub struct UserPattern {
     pub name: String,
+    /// The config file it came from, for the notes that name it.
+    pub origin: String,
     regex: Regex,
     groups: Vec<(usize, Target)>,
 }
@@ -108,15 +110,17 @@ impl UserPattern {
         }
         Ok(UserPattern {
             name: name.to_string(),
+            origin: String::new(),
             regex,
             groups,
         })
     }
 }
 
-/// Tries the patterns in order; the first that matches makes the line's records.
-pub fn parse(patterns: &[UserPattern], p: &str, out: &mut Vec<Record>) -> Option<Format> {
-    for pat in patterns {
+/// Tries the patterns in order; the first that matches makes the line's records. Returns its
+/// place in the list.
+pub fn parse(patterns: &[UserPattern], p: &str, out: &mut Vec<Record>) -> Option<usize> {
+    for (i, pat) in patterns.iter().enumerate() {
         let Some(caps) = pat.regex.captures(p) else {
             continue;
         };
@@ -154,7 +158,7 @@ pub fn parse(patterns: &[UserPattern], p: &str, out: &mut Vec<Record>) -> Option
         if seen.fields > 0 {
             super::push_step(rec, &seen, p, out);
         }
-        return Some(Format::User);
+        return Some(i);
     }
     None
 }
@@ -171,10 +175,7 @@ mod tests {
         )
         .unwrap();
         let mut out = Vec::new();
-        assert_eq!(
-            parse(&[pat], "it 12 took 0.25s, L=1.5", &mut out),
-            Some(Format::User)
-        );
+        assert_eq!(parse(&[pat], "it 12 took 0.25s, L=1.5", &mut out), Some(0));
         assert!(
             matches!(&out[0], Record::Step(s) if s.step == Some(12) && s.step_time_ms == Some(250.0) && s.loss == Some(1.5))
         );

@@ -214,12 +214,13 @@ impl Config {
         }
         let mut patterns = Vec::new();
         for (i, p) in file.pattern.iter().enumerate() {
-            let compiled = UserPattern::compile(&p.name, &p.regex).map_err(|msg| {
+            let mut compiled = UserPattern::compile(&p.name, &p.regex).map_err(|msg| {
                 bad(
                     &format!("pattern[{i}].regex"),
                     format!("'{}': {msg}", p.regex),
                 )
             })?;
+            compiled.origin = name.to_string();
             patterns.push(compiled);
         }
         let diagnose = DiagnoseConfig::check(file.diagnose, &file.rules)

@@ -9,7 +9,7 @@ use super::shape_names::ShapeNames;
 use crate::common::int_hash::IntHash;
 use crate::input::metrics::{Entry, UserTags};
 use crate::model::Stamp;
-use crate::model::source_stats::{SourceStats, read_nothing};
+use crate::model::source_stats::{SourceStats, data_over_step, read_nothing};
 use crate::model::unparsed::{UnparsedShapes, example};
 use crate::monitor::msg::Msg;
 use crate::parse::clean::clean;
@@ -253,6 +253,7 @@ impl Feed {
         arrival: Option<f64>,
     ) -> Stamp {
         let refused = self.admit(info, records);
+        info.data_over_step = records.iter().any(data_over_step);
         let stamp = self.open(line_no, raw, shape, info, refused, records.len(), arrival);
         for (i, rec) in records.iter_mut().enumerate() {
             if refused.is_some() || !self.carry(&stamp, rec) {
@@ -283,7 +284,7 @@ impl Feed {
         let stamp = self.stamp(info, line_no, arrival);
         info.rejected = refused;
         if let Some(what) = refused {
-            self.stats.reject(line_no, what, raw);
+            self.stats.reject(line_no, info, what, raw);
             info.format = None;
             info.glued = None;
             return stamp;
@@ -359,6 +360,11 @@ impl Feed {
             line,
             rank,
         }
+    }
+
+    /// The user's `[[pattern]]`s the file is read with.
+    pub fn patterns(&self) -> &[UserPattern] {
+        self.parser.patterns()
     }
 
     /// The file's primary format, if any line was recognised.

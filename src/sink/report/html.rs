@@ -106,7 +106,7 @@ fn header(o: &mut String, r: &Report) {
     o.push_str(&r.steps.range());
     let files: Vec<String> = r.sources.iter().map(|s| esc(&s.path)).collect();
     let _ = write!(o, " from {}</p>", files.join(", "));
-    if let Some(note) = &r.separate_runs {
+    for note in r.separate_runs.iter().chain(&r.reading_notes) {
         let _ = write!(o, "<p class=\"note\">{}</p>", esc(note));
     }
     if !r.earlier_runs.is_empty() {

@@ -13,7 +13,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "{} step records", r.steps.count);
     o.push_str(&r.steps.range());
     o.push_str("\n\n");
-    if let Some(note) = &r.separate_runs {
+    for note in r.separate_runs.iter().chain(&r.reading_notes) {
         let _ = writeln!(
             o,
             "> {}\n",

@@ -122,6 +122,9 @@ pub struct Report {
     /// Set when the files look like separate runs (each starts at the same first step): a
     /// sentence pointing to `steptop compare`.
     pub separate_runs: Option<String>,
+    /// What reading found wrong with the user's patterns or the figures, one sentence each:
+    /// a pattern that read nothing, lines whose data time is longer than their step.
+    pub reading_notes: Vec<String>,
     pub steps: StepsOut,
     pub progress: ProgressOut,
     pub step_time_ms: Option<Quantiles>,
@@ -506,6 +509,7 @@ impl Report {
                 .collect(),
             earlier_runs_dropped: m.runs_dropped,
             separate_runs: separate_runs(&a.feeds),
+            reading_notes: reading_notes(&a.feeds),
             steps: StepsOut {
                 count: g.records,
                 first: m.ranks.values().filter_map(|r| r.first_step).min(),
@@ -669,6 +673,53 @@ fn breakdown_out(b: &Breakdown) -> BreakdownOut {
 /// A sentence when the files look like separate runs: two or more files with steps, each of
 /// them starting at the same step, and none tagged with a rank (ranks of one run start
 /// together too).
+fn reading_notes(feeds: &[Feed]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(first) = feeds.first() else {
+        return notes;
+    };
+    let lines: u64 = feeds.iter().map(|f| f.stats.lines).sum();
+    let mut by_patterns = 0;
+    for (i, p) in first.patterns().iter().enumerate() {
+        let count = |f: &Feed| f.stats.patterns.get(i).copied().unwrap_or_default();
+        let matched: u64 = feeds.iter().map(|f| count(f).matched).sum();
+        let over: u64 = feeds.iter().map(|f| count(f).data_over_step).sum();
+        by_patterns += over;
+        let name = if p.origin.is_empty() {
+            format!("pattern '{}'", p.name)
+        } else {
+            format!("pattern '{}' in {}", p.name, p.origin)
+        };
+        if matched == 0 {
+            notes.push(format!(
+                "{name} matched 0 of {lines} lines: try its regex on a line of the log"
+            ));
+        } else if over > 0 {
+            notes.push(format!(
+                "{name}: {over} of the {matched} lines it read give a data time longer than \
+                 their step: one of its groups names the wrong figure"
+            ));
+        }
+    }
+    // A few such lines are a smoothed step time beside one slow fetch (detectron2's first
+    // iterations); many are a misreading worth a word.
+    let over: u64 = feeds.iter().map(|f| f.stats.data_over_step).sum::<u64>() - by_patterns;
+    let records: u64 = feeds.iter().map(|f| f.stats.records).sum();
+    if over * 20 >= records.max(1)
+        && let Some((feed, line)) = feeds
+            .iter()
+            .find_map(|f| Some((f, f.stats.first_data_over_step?)))
+    {
+        notes.push(format!(
+            "step lines whose data time is longer than their step: {over} (the first: \
+             {}:{line}); a figure read for another, a step time smoothed beside a raw wait, or \
+             a step time that leaves the wait out",
+            feed.path
+        ));
+    }
+    notes
+}
+
 fn separate_runs(feeds: &[Feed]) -> Option<String> {
     let firsts: Vec<u64> = feeds.iter().filter_map(Feed::first_step).collect();
     let ranked = feeds.iter().any(|f| f.rank().is_some());

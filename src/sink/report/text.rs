@@ -24,6 +24,9 @@ pub fn render(r: &Report) -> String {
     if let Some(note) = &r.separate_runs {
         words(&mut o, &display::pad("note", 14), 14, note);
     }
+    for note in &r.reading_notes {
+        words(&mut o, &display::pad("note", 14), 14, note);
+    }
     verdict(r, &mut o);
     breakdown(r, &mut o);
     stages(r, &mut o);
