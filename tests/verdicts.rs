@@ -187,3 +187,20 @@ fn a_pattern_that_reads_impossible_figures_or_nothing_is_named() {
         r["reading_notes"]
     );
 }
+
+/// detectron2's first logged iteration (fixtures/wild/detectron2-voc-c4-3gpu: `iter: 19 ...
+/// data_time: 1.9727`) is the loader's warm-up: the rules judge the run from the end of its
+/// warm-up, so no data-bound alert is raised at the start and cleared 200 steps later.
+#[test]
+fn the_warm_up_is_not_judged_as_the_run() {
+    let r = report_json("fixtures/wild/detectron2-voc-c4-3gpu/log.txt");
+    let rules: Vec<&str> = r["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["rule"].as_str())
+        .collect();
+    assert!(!rules.contains(&"data_loading_bound"), "{rules:?}");
+    // Iterations 19 to 199 print ten lines: the warm-up; judged from iteration 219.
+    assert_eq!(r["judged_from"], 219, "{}", r["judged_from"]);
+}

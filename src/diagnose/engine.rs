@@ -132,6 +132,9 @@ pub struct Diagnosis {
     run_first_id: u64,
     /// Steps evaluated (every run counted): what the diagnosis's cost is counted per.
     steps_evaluated: u64,
+    /// The step at which the current run's rules began to judge: the steps before it were
+    /// its warm-up (a loader's first fetches, a compile). None until then.
+    pub judged_from: Option<Option<u64>>,
     /// Whether the rules that count seconds count them on this machine's clock (samples,
     /// ticks) rather than the log's: times taken on one are not compared with the other.
     on_wall: bool,
@@ -164,6 +167,7 @@ impl Diagnosis {
             hidden_by: RULES.iter().map(|r| mask_of(r.hidden_by)).collect(),
             run_first_id: 0,
             steps_evaluated: 0,
+            judged_from: None,
             on_wall: false,
         }
     }
@@ -184,6 +188,7 @@ impl Diagnosis {
         self.scored = 0;
         self.last_step = None;
         self.unscored_left = 0;
+        self.judged_from = None;
         self.run_first_id = self.raised();
     }
 
@@ -213,6 +218,7 @@ impl Diagnosis {
                 self.steps_evaluated += 1;
                 let warm = self.steps_seen > self.cfg.warmup_steps;
                 if warm && self.unscored_left == 0 {
+                    self.judged_from.get_or_insert(step);
                     self.scored += 1;
                     self.evaluate(m, &[Basis::Steps, Basis::Events], step, false);
                 } else {
@@ -323,7 +329,7 @@ impl Diagnosis {
     /// the end of its input, so that the evidence is the final one).
     pub fn refresh(&mut self, m: &Model) {
         let cfg = Arc::clone(&self.cfg);
-        let view = View::new(m, cfg.windows(), self.active_set());
+        let view = View::new(m, cfg.windows().settled(self.scored), self.active_set());
         for (i, rule) in RULES.iter().enumerate() {
             let Some((id, _)) = self.states[i].active else {
                 continue;
@@ -344,7 +350,7 @@ impl Diagnosis {
             std::mem::take(&mut self.active_ids),
             std::mem::take(&mut self.active_mask),
         );
-        let mut view = View::new(m, cfg.windows(), active);
+        let mut view = View::new(m, cfg.windows().settled(self.scored), active);
         let log_time = m.last_time.unwrap_or(0.0);
         // An event rule's symptom only begins with an event: between events it is
         // evaluated only while it is raised or being sustained. A rule without what it needs

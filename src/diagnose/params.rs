@@ -98,3 +98,17 @@ pub struct Windows {
     pub steps: usize,
     pub seconds: f64,
 }
+
+impl Windows {
+    /// The windows once `scored` steps were scored after the warm-up: the steps window holds
+    /// no more than those, so the warm-up's steps (a loader's first fetches, a compile) are
+    /// never judged as the run's.
+    pub fn settled(self, scored: u64) -> Windows {
+        Windows {
+            steps: self
+                .steps
+                .min(usize::try_from(scored.max(1)).unwrap_or(usize::MAX)),
+            ..self
+        }
+    }
+}

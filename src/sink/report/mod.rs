@@ -169,6 +169,11 @@ pub struct Report {
     pub alerts: Vec<Alert>,
     /// Old cleared alerts no longer listed (counted in `alert_counts`).
     pub alerts_retired: u64,
+    /// The step from which the rules judged the run: the step lines before it were its
+    /// warm-up, left out of the rules' windows. Null when no step was judged.
+    pub judged_from: Option<u64>,
+    /// The warm-up's step lines.
+    pub warmup_steps: u64,
     /// Alerts ever raised, per rule.
     pub alert_counts: Vec<AlertCount>,
     pub checklist: Vec<Item>,
@@ -616,6 +621,8 @@ impl Report {
             verdict: a.diagnosis.verdict().cloned(),
             alerts: a.diagnosis.run_alerts().cloned().collect(),
             alerts_retired: a.diagnosis.alerts_retired,
+            judged_from: a.diagnosis.judged_from.flatten(),
+            warmup_steps: a.diagnosis.config().warmup_steps,
             alert_counts: a
                 .diagnosis
                 .raised_by_rule()

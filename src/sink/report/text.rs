@@ -147,6 +147,17 @@ fn verdict(r: &Report, o: &mut String) {
         active.len(),
         cleared.len()
     );
+    if let Some(from) = r.judged_from.filter(|_| r.warmup_steps > 0) {
+        words(
+            o,
+            "  ",
+            2,
+            &format!(
+                "judged from step {from}: the {} step lines before it were the warm-up",
+                r.warmup_steps
+            ),
+        );
+    }
     for a in active {
         let since = a
             .first_step
