@@ -11,6 +11,9 @@ use super::{FigureChange, RunOut};
 const SAME_THROUGHPUT: f64 = 0.05;
 /// A data share that moves less than this (points of the step) is no input finding.
 const DATA_SHARE_POINTS: f64 = 0.05;
+/// A data share from which a run that got faster is still data-bound: `data_loading_bound`'s
+/// warning share.
+const STILL_DATA_BOUND: f64 = 0.10;
 /// A stage, the unlogged time or a GPU figure must move at least this much to be a finding.
 const MOVED: f64 = 0.05;
 /// Stages named at most, the largest moves first.
@@ -190,12 +193,37 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
                 sig(c.from),
                 sig(c.to),
                 if c.significant {
-                    "larger than both runs' step-to-step spread"
+                    "past the noise of the runs' median step"
                 } else {
-                    "within the runs' step-to-step spread: noise, not a change"
+                    "within the noise of the runs' median step: not a change"
                 }
             ));
             out.push(f);
+            // Did the change help? Then say what still limits the run, if the input does.
+            let better = (r > 1.0) == !c.figure.starts_with("step_time");
+            if c.significant
+                && better
+                && let Some(share) = run.value("data_share").filter(|s| *s >= STILL_DATA_BOUND)
+            {
+                let workers = differ.iter().find(|(k, ..)| k == "num_workers");
+                let mut f = finding(
+                    "still_data_bound",
+                    "warn",
+                    format!("faster, and still {} data-bound", pct(share)),
+                );
+                f.evidence
+                    .push(format!("data loading takes {} of each step", pct(share)));
+                f.actions.push(match workers {
+                    Some((_, a, b)) => format!(
+                        "num_workers {a} → {b} helped: more workers would help again, while the \
+                         cores allow"
+                    ),
+                    None => "the input still limits the step: more DataLoader workers, faster \
+                             storage, or decoding off the step"
+                        .to_string(),
+                });
+                out.push(f);
+            }
         }
 
         let mut stages: Vec<&FigureChange> = changes
@@ -342,4 +370,52 @@ fn pct(share: f64) -> String {
 
 fn signed_pct(change: f64) -> String {
     format!("{:+.0}%", change * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(label: &str, figures: Value) -> RunOut {
+        RunOut {
+            label: label.into(),
+            paths: Vec::new(),
+            figures: figures.as_object().cloned().unwrap_or_default(),
+            spread: None,
+            median_error: None,
+        }
+    }
+
+    /// num_workers 0 then 2: twice the iterations a second, and the input still takes 96% of
+    /// each step. "Did my change help?" goes on to what still limits the run.
+    #[test]
+    fn a_change_that_helped_says_what_still_limits_the_run() {
+        let base = run(
+            "workers0",
+            json!({"config": {"num_workers": 0}, "data_share": 0.98}),
+        );
+        let two = run(
+            "workers2",
+            json!({"config": {"num_workers": 2}, "data_share": 0.96}),
+        );
+        let changes = vec![FigureChange {
+            figure: "iters_per_s".into(),
+            run: "workers2".into(),
+            from: 11.9,
+            to: 24.4,
+            ratio: Some(24.4 / 11.9),
+            significant: true,
+        }];
+        let found = find(&[base, two], &changes);
+        let still = found
+            .iter()
+            .find(|f| f.id == "still_data_bound")
+            .expect("said");
+        assert_eq!(still.title, "faster, and still 96% data-bound");
+        assert!(
+            still.actions[0].contains("num_workers 0 → 2 helped: more workers would help again"),
+            "{still:?}"
+        );
+    }
 }

@@ -91,7 +91,7 @@ fn figures(o: &mut String, c: &Comparison) {
         o.push_str("</tr>");
     }
     o.push_str(
-        "</table><p class=\"meta\">~: within the runs' step-to-step spread.</p></section>\n",
+        "</table><p class=\"meta\">~: within the noise (the median step's uncertainty over the runs' steps for it and the rates; the runs' step-to-step spread for the rest).</p></section>\n",
     );
 }
 

@@ -1,7 +1,8 @@
 //! `steptop compare`: what a change did. Each run is read exactly as `report` reads it, and
 //! its report's figures are compared with the first run's (the baseline) under the report
-//! JSON's own names. A change counts as significant only when it is larger than the runs' own
-//! step-to-step spread; the findings (`findings.rs`) say what the changes mean and what to do.
+//! JSON's own names. A change counts as significant only past its noise: for the median step
+//! time (and the rates that are its inverse) the uncertainty of a median over the runs' steps,
+//! for the rest the runs' own step-to-step spread; the findings (`findings.rs`) say what the changes mean and what to do.
 
 pub mod baseline;
 pub mod findings;
@@ -61,8 +62,12 @@ pub struct RunOut {
     /// `report` names them.
     #[serde(flatten)]
     pub figures: serde_json::Map<String, Value>,
-    /// Its step time's relative spread, (p95 - p50) / p50: what a change must exceed.
+    /// Its step time's relative spread, (p95 - p50) / p50: what a change of a figure that is
+    /// not the median step must exceed.
     pub spread: Option<f64>,
+    /// The relative standard error of its median step time, over the steps it has: what a
+    /// change of the median must exceed (three times, with the other run's).
+    pub median_error: Option<f64>,
 }
 
 /// One figure of one run against the baseline.
@@ -75,7 +80,9 @@ pub struct FigureChange {
     pub from: f64,
     pub to: f64,
     pub ratio: Option<f64>,
-    /// Larger than both runs' step-to-step spread (and 2%).
+    /// Past the noise (and 2%): for the median step time and the rates that move as its
+    /// inverse, three standard errors of the medians' difference; for the rest, the larger
+    /// of the runs' step-to-step spreads.
     pub significant: bool,
 }
 
@@ -165,8 +172,12 @@ pub fn build(runs: &[RunInput], reports: &[Report]) -> Comparison {
         let base_steps = count(base);
         for (i, v) in rest.iter().enumerate() {
             let run = &outs[i + 1];
-            let noise = noise(outs[0].spread, run.spread);
-            changes.extend(figure_changes(base, v, &run.label, noise));
+            changes.extend(figure_changes(
+                base,
+                v,
+                &run.label,
+                Noise::between(&outs[0], run),
+            ));
             let (a, b) = (base_steps, count(v));
             if a > 0 && b > 0 && (a.min(b) as f64) < 0.25 * a.max(b) as f64 {
                 notes.push(format!(
@@ -208,6 +219,7 @@ fn run_out(run: &RunInput, v: &Value) -> RunOut {
         paths: run.paths.iter().map(|p| p.display().to_string()).collect(),
         figures,
         spread,
+        median_error: spread.and_then(|s| median_error(s, count(v))),
     }
 }
 
@@ -217,13 +229,59 @@ fn count(v: &Value) -> u64 {
         .unwrap_or(0)
 }
 
+/// The relative standard error of a median over `n` steps whose spread, (p95 - p50) / p50, is
+/// `spread`: the spread read as 1.645 standard deviations of a normal distribution, whose
+/// median has a standard error of 1.2533 sigma / sqrt(n). A median of many steps is known far
+/// better than one step is: a run of 500 steps whose p95 is 50% over its median knows that
+/// median to about 2%, and a change of half of it is no noise.
+fn median_error(spread: f64, n: u64) -> Option<f64> {
+    (n >= 2).then(|| 1.2533 * (spread / 1.645) / (n as f64).sqrt())
+}
+
+/// What a change of the median step time must exceed: three standard errors of the
+/// difference, at least 2%.
+fn median_noise(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some((3.0 * (a?.powi(2) + b?.powi(2)).sqrt()).max(NOISE_FLOOR))
+}
+
 /// What a relative change must exceed: the larger spread of the two runs, at least 2%.
 fn noise(a: Option<f64>, b: Option<f64>) -> f64 {
     a.into_iter().chain(b).fold(NOISE_FLOOR, f64::max)
 }
 
+/// What a change must exceed to be more than noise.
+#[derive(Clone, Copy, Debug)]
+struct Noise {
+    /// For a figure of the steps' spread (p95, a stage's mean): the runs' spread.
+    spread: f64,
+    /// For the median step time and the rates that are its inverse: the median's error.
+    median: Option<f64>,
+}
+
+impl Noise {
+    /// What a change from run `a` to run `b` must exceed.
+    fn between(a: &RunOut, b: &RunOut) -> Noise {
+        Noise {
+            spread: noise(a.spread, b.spread),
+            median: median_noise(a.median_error, b.median_error),
+        }
+    }
+}
+
+/// How far a rate's change may be from the step time's inverse for a step's work to count as
+/// the same.
+const SAME_WORK: f64 = 0.05;
+
+/// The rates one step time's change also moves: one change, one verdict on each row.
+const RATES: [&str; 4] = [
+    "samples_per_s",
+    "iters_per_s",
+    "tokens_per_s",
+    "tokens_per_gpu_s",
+];
+
 /// Every figure both runs have, as a change from `base` to `run`.
-fn figure_changes(base: &Value, run: &Value, label: &str, noise: f64) -> Vec<FigureChange> {
+fn figure_changes(base: &Value, run: &Value, label: &str, noise: Noise) -> Vec<FigureChange> {
     let mut paths: Vec<String> = [
         "step_time_ms.p50",
         "step_time_ms.p95",
@@ -258,13 +316,17 @@ fn figure_changes(base: &Value, run: &Value, label: &str, noise: f64) -> Vec<Fig
     for name in stage_names(base).into_iter().filter(|n| theirs.contains(n)) {
         paths.push(format!("stages.{name}.mean_ms"));
     }
-    paths
+    let mut changes: Vec<FigureChange> = paths
         .into_iter()
         .filter_map(|figure| {
             let from = value_at(base, &figure)?;
             let to = value_at(run, &figure)?;
             let ratio = (from != 0.0).then(|| to / from);
-            let significant = ratio.is_some_and(|r| (r - 1.0).abs() > noise)
+            let bound = match noise.median {
+                Some(m) if figure == "step_time_ms.p50" => m,
+                _ => noise.spread,
+            };
+            let significant = ratio.is_some_and(|r| (r - 1.0).abs() > bound)
                 // A share moves in points: a change under one point is noise.
                 && (figure != "data_share" || (to - from).abs() >= 0.01);
             Some(FigureChange {
@@ -276,7 +338,25 @@ fn figure_changes(base: &Value, run: &Value, label: &str, noise: f64) -> Vec<Fig
                 significant,
             })
         })
-        .collect()
+        .collect();
+    // A rate is the median step's inverse times a step's work: where it moved as that inverse
+    // (the same work a step), its change is the step time's, and gets its verdict. A batch
+    // that changed moves samples/s apart from the step: judged on its own.
+    let step = changes
+        .iter()
+        .find(|c| c.figure == "step_time_ms.p50")
+        .and_then(|c| Some((c.ratio?, c.significant)));
+    if let (Some((r, significant)), Some(_)) = (step, noise.median) {
+        for c in changes
+            .iter_mut()
+            .filter(|c| RATES.contains(&c.figure.as_str()))
+        {
+            if c.ratio.is_some_and(|q| (q * r - 1.0).abs() < SAME_WORK) {
+                c.significant = significant;
+            }
+        }
+    }
+    changes
 }
 
 /// The number at a report path: dots separate keys; `stages.NAME.x` finds the stage by name,
@@ -338,10 +418,75 @@ mod tests {
         let base = json!({"samples_per_s": 100.0});
         let small = json!({"samples_per_s": 104.0});
         let large = json!({"samples_per_s": 110.0});
-        let at = |v: &Value, noise| figure_changes(&base, v, "b", noise)[0].significant;
+        let at = |v: &Value, spread| {
+            let noise = Noise {
+                spread,
+                median: None,
+            };
+            figure_changes(&base, v, "b", noise)[0].significant
+        };
         assert!(!at(&small, 0.05));
         assert!(at(&large, 0.05));
         assert!(at(&small, noise(Some(0.01), Some(0.03))));
         assert!(!at(&small, noise(Some(0.01), Some(0.06))));
+    }
+}
+
+#[cfg(test)]
+mod median_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two runs of one script, num_workers 0 then 2: the median step halves, while the
+    /// second run's steps spread wide (p95 2.4 times its median). Over hundreds of steps the
+    /// median is known to a few percent: a halving is a change, on the step time's row and on
+    /// every rate's, one verdict for one change.
+    #[test]
+    fn a_halved_median_is_a_change_on_every_row_that_shows_it() {
+        let run = |p50: f64, p95: f64, steps: u64, its: f64| {
+            json!({
+                "steps": {"count": steps},
+                "step_time_ms": {"p50": p50, "p95": p95},
+                "iters_per_s": its,
+            })
+        };
+        let (a, b) = (run(83.5, 90.0, 300, 11.9), run(41.2, 100.0, 600, 24.4));
+        let inputs = [
+            RunInput {
+                label: "workers0".into(),
+                paths: Vec::new(),
+                run: None,
+            },
+            RunInput {
+                label: "workers2".into(),
+                paths: Vec::new(),
+                run: None,
+            },
+        ];
+        let outs: Vec<RunOut> = inputs
+            .iter()
+            .zip([&a, &b])
+            .map(|(i, v)| run_out(i, v))
+            .collect();
+        let changes = figure_changes(&a, &b, "workers2", Noise::between(&outs[0], &outs[1]));
+        let verdict = |figure: &str| {
+            changes
+                .iter()
+                .find(|c| c.figure == figure)
+                .map(|c| c.significant)
+        };
+        assert_eq!(verdict("step_time_ms.p50"), Some(true), "{changes:?}");
+        assert_eq!(verdict("iters_per_s"), Some(true), "{changes:?}");
+        // The tail is judged by the spread: p95 90 -> 100 is within it.
+        assert_eq!(verdict("step_time_ms.p95"), Some(false));
+        // Ten steps each: the same halving is within the median's noise, on both rows.
+        let (a, b) = (run(83.5, 200.0, 10, 11.9), run(60.0, 200.0, 10, 16.0));
+        let outs: Vec<RunOut> = inputs
+            .iter()
+            .zip([&a, &b])
+            .map(|(i, v)| run_out(i, v))
+            .collect();
+        let changes = figure_changes(&a, &b, "workers2", Noise::between(&outs[0], &outs[1]));
+        assert!(changes.iter().all(|c| !c.significant), "{changes:?}");
     }
 }

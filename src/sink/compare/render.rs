@@ -199,8 +199,14 @@ pub fn text(c: &Comparison, theme: Option<&Theme>) -> Painted {
         }
         let _ = writeln!(o, "{}", row.trim_end());
     }
-    let _ = writeln!(o, "(times in ms; ~: within the runs' step-to-step spread,");
-    let _ = writeln!(o, " (p95 - p50) / p50 of their step times)");
+    let _ = writeln!(
+        o,
+        "(times in ms; ~: within the noise: for the median step and the"
+    );
+    let _ = writeln!(
+        o,
+        " rates, its uncertainty over the runs' steps; else their spread)"
+    );
     stacks(c, &mut o);
     if !c.findings.is_empty() {
         let _ = writeln!(o, "\nfindings");
@@ -280,7 +286,11 @@ pub fn markdown(c: &Comparison) -> String {
         }
         o.push('\n');
     }
-    let _ = writeln!(o, "\n`~`: within the runs' step-to-step spread.\n");
+    let _ = writeln!(
+        o,
+        "\n`~`: within the noise (the median step's uncertainty over the runs' steps for it and \
+         the rates; the runs' step-to-step spread for the rest).\n"
+    );
     for f in &c.findings {
         let _ = writeln!(
             o,
@@ -341,6 +351,7 @@ mod tests {
             paths: vec![format!("{label}.log")],
             figures: serde_json::Map::new(),
             spread: Some(0.01),
+            median_error: None,
         }
     }
 
