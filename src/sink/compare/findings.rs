@@ -200,7 +200,7 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
             ));
             out.push(f);
             // Did the change help? Then say what still limits the run, if the input does.
-            let better = (r > 1.0) == !c.figure.starts_with("step_time");
+            let better = r > 1.0;
             if c.significant
                 && better
                 && let Some(share) = run.value("data_share").filter(|s| *s >= STILL_DATA_BOUND)
