@@ -204,3 +204,18 @@ fn the_warm_up_is_not_judged_as_the_run() {
     // Iterations 19 to 199 print ten lines: the warm-up; judged from iteration 219.
     assert_eq!(r["judged_from"], 219, "{}", r["judged_from"]);
 }
+
+/// Read from its log alone, a data-bound run is `data_loading_bound`; live, with the trainer's
+/// workers and the host's CPU read, the same run may be named `loader_workers_starved`. The
+/// report says the readings make the difference, and how to get them
+/// (fixtures/wild/mmengine-deformdetr-4gpu-resume).
+#[test]
+fn a_report_without_readings_says_what_the_readings_would_name() {
+    let r = report_json("fixtures/wild/mmengine-deformdetr-4gpu-resume");
+    let a = alert(&r, "data_loading_bound").expect("data-bound");
+    let evidence = a["evidence"].to_string();
+    assert!(
+        evidence.contains("from the log alone") && evidence.contains("loader_workers_starved"),
+        "{evidence}"
+    );
+}

@@ -109,6 +109,10 @@ fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
     if let Some(split) = super::code::workers_split(v) {
         f = f.why(|| split);
     }
+    // The same log read live names the cause more exactly: the readings make the difference.
+    if v.latest().is_none() {
+        f = f.why(|| "from the log alone: with the trainer's readings (live, or a `steptop probe --record` recording) its DataLoader workers and the host's CPU tell whether it is too few workers (loader_workers_starved), the CPU (input_cpu_saturated) or the storage".to_string());
+    }
     Some(
         f.act(|| "raise DataLoader num_workers, with persistent_workers=True")
             .act(|| "pin_memory=True and .to(device, non_blocking=True)")
