@@ -185,7 +185,9 @@ fn without_nvml_steptop_says_why_in_one_line_and_reads_the_rest() {
     let text = String::from_utf8_lossy(&out.stdout);
     let gpu_line = text.lines().next().expect("a line");
     assert!(
-        gpu_line.starts_with("gpus     none: no NVIDIA library (/nonexistent/libnvidia-ml.so.1"),
+        gpu_line.starts_with(
+            "gpus     none: no NVIDIA driver here: /nonexistent/libnvidia-ml.so.1 cannot be"
+        ),
         "{text}"
     );
 }

@@ -156,8 +156,8 @@ fn without_nvml_the_gpu_pane_says_why() {
         gpus: Vec::new(),
         gpu_notes: Vec::new(),
         gpu_error: Some(
-            "no NVIDIA library (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this \
-             machine, or set STEPTOP_NVML_LIB to the library's path"
+            "no NVIDIA driver here: libnvidia-ml.so.1 cannot be loaded (no NVIDIA driver on \
+             this machine, or set STEPTOP_NVML_LIB to the library's path)"
                 .into(),
         ),
         host: Some(HostReading {
@@ -177,7 +177,9 @@ fn without_nvml_the_gpu_pane_says_why() {
     let small = draw(&m, &ui, &theme, 80, 24);
     snapshot("no_nvml_80x24", &small);
     snapshot("no_nvml_160x48", &draw(&m, &ui, &theme, 160, 48));
-    assert!(find(&small, "no GPU readings: no NVIDIA library").is_some());
+    // One line at 80x24: its room is for what is read.
+    assert!(find(&small, "no GPU readings: no NVIDIA driver here").is_some());
+    assert!(find(&small, "STEPTOP_NVML_LIB").is_none());
 }
 
 /// With the probes off there will never be readings: the GPU and host panes say why, not

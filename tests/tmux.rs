@@ -390,3 +390,24 @@ fn the_live_view_says_a_log_read_without_probes_stalled() {
     t.keys(&["q"]);
     t.wait("steptop's exit", |s| s.contains("exit=0"));
 }
+
+/// `steptop run` in the live view: when the job ends, the header says so, with its code.
+#[test]
+fn the_live_view_says_the_job_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        "job-ended",
+        80,
+        24,
+        dir.path(),
+        &script(
+            "run --no-probe --log job.log -- sh -c \"echo 'step 1/10 | loss=0.5'; sleep 1; exit 3\"",
+            "",
+        ),
+    );
+    t.wait("the job's end", |s| s.contains("job exited (3)"));
+    t.keys(&["q"]);
+    t.wait("steptop's exit with the job's code", |s| {
+        s.contains("exit=3")
+    });
+}

@@ -219,3 +219,63 @@ fn a_report_without_readings_says_what_the_readings_would_name() {
         "{evidence}"
     );
 }
+
+/// A hung run whose trainer the probes read (fixtures/runs/stalled_hung, pid 4242): the fix
+/// names that pid, not a placeholder.
+#[test]
+fn the_stall_fix_names_the_trainers_pid() {
+    let r = report_json("fixtures/runs/stalled_hung/run.jsonl");
+    let a = alert(&r, "stalled").expect("the stall");
+    assert!(
+        a["actions"].to_string().contains("py-spy dump --pid 4242 "),
+        "{:#}",
+        a["actions"]
+    );
+}
+
+/// Headless lines keep one clock: a live run's alert lines say when steptop said them, as its
+/// status lines do (not the log's own time beside this machine's); and a status line gives a
+/// rate even when no batch size is known (it/s).
+#[test]
+fn headless_lines_keep_one_clock_and_a_rate() {
+    // fixtures/runs/crash_oom's log says 2025-07-02; read live today.
+    let mut child = support::steptop()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["--headless", "--no-probe", "--status-every", "1s"])
+        .arg("fixtures/runs/crash_oom/train.log")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let days: std::collections::BTreeSet<&str> = text.lines().filter_map(|l| l.get(..10)).collect();
+    assert_eq!(days.len(), 1, "one clock:\n{text}");
+    assert!(text.contains("RAISED") && text.contains("status"), "{text}");
+    // A log without a batch size: its status says it/s.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("t.log");
+    let steps: String = (1..=40)
+        .map(|s| format!("step {s}/40 | loss=1.0 | time=250.0ms\n"))
+        .collect();
+    std::fs::write(&log, steps).unwrap();
+    let out = support::steptop()
+        .args([
+            "replay",
+            "--speed",
+            "max",
+            "--headless",
+            "--status-every",
+            "2s",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("status") && l.contains("4.000 it/s")),
+        "{text}"
+    );
+}

@@ -9,8 +9,10 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -20,6 +22,7 @@ use super::sink::{check_output, sink, watch};
 use crate::common::display;
 use crate::common::error::Error;
 use crate::input;
+use crate::monitor::msg::Msg;
 use crate::probe;
 
 /// Starts the job, watches it until the view is quit (or, headless, until the job ends),
@@ -60,6 +63,7 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     };
     let inputs = vec![input::InputSpec::File(args.log.clone())];
     let feeding = watch(inputs, Vec::new(), &args.watch, &config, trainer, &stop)?;
+    let mut job = Job::watch(child, feeding.tx.clone());
     let mut out = args.out.clone();
     if headless {
         // Headless ends with the job, after its last lines.
@@ -67,17 +71,17 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
     }
     let watched = sink(&out, args.watch.theme.as_deref(), config, feeding);
     stop.store(true, Ordering::SeqCst);
-    if matches!(child.try_wait(), Ok(None)) {
+    if !job.ended() {
         if headless {
             // Stopped by a signal. Ctrl-C reached the job's process group too: it may be
             // saving a checkpoint, so it has a moment to end on its own before SIGTERM.
             for _ in 0..50 {
-                if !matches!(child.try_wait(), Ok(None)) {
+                if job.ended() {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            if matches!(child.try_wait(), Ok(None)) {
+            if !job.ended() {
                 terminate(pid);
             }
         } else {
@@ -89,13 +93,64 @@ pub fn run(args: &RunArgs) -> Result<(), Error> {
             );
         }
     }
-    let status = child
+    let status = job
         .wait()
         .map_err(|e| Error::Runtime(format!("cannot wait for the job (pid {pid}): {e}")))?;
     for p in pumps {
         let _ = p.join();
     }
     exit_of(status, watched)
+}
+
+/// The job, waited for on a thread of its own: the inbox hears when it ends (the live view
+/// says so), and the command gets its exit status.
+struct Job {
+    status: Receiver<std::io::Result<ExitStatus>>,
+    ended: Option<std::io::Result<ExitStatus>>,
+}
+
+impl Job {
+    fn watch(mut child: Child, inbox: SyncSender<Msg>) -> Job {
+        let (tx, status) = std::sync::mpsc::channel();
+        let pid = child.id();
+        let spawned = std::thread::Builder::new()
+            .name("steptop-job".into())
+            .spawn(move || {
+                let waited = child.wait();
+                if let Ok(s) = &waited {
+                    let _ = inbox.send(Msg::JobEnded {
+                        pid,
+                        code: s.code(),
+                        signal: s.signal(),
+                    });
+                }
+                let _ = tx.send(waited);
+            });
+        Job {
+            status,
+            ended: spawned.err().map(Err),
+        }
+    }
+
+    /// Whether the job has ended.
+    fn ended(&mut self) -> bool {
+        if self.ended.is_none() {
+            self.ended = self.status.try_recv().ok();
+        }
+        self.ended.is_some()
+    }
+
+    /// The job's exit status, once it ends.
+    fn wait(mut self) -> std::io::Result<ExitStatus> {
+        match self.ended.take() {
+            Some(status) => status,
+            None => self.status.recv().unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "the thread that waits for the job stopped",
+                ))
+            }),
+        }
+    }
 }
 
 /// Copies the job's stdout and stderr into the log as they come (and to steptop's stderr when

@@ -155,6 +155,7 @@ impl Recorder {
             // A recording always holds samples, which carry the same clock.
             Msg::Status { .. }
             | Msg::Tick(_)
+            | Msg::JobEnded { .. }
             | Msg::CaughtUp { .. }
             | Msg::HistorySize { .. }
             | Msg::InputStopped { .. }

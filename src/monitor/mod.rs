@@ -29,6 +29,8 @@ pub struct Monitor {
     pub sources: Vec<SourceView>,
     /// Why the input thread (following or replaying) stopped, if it did.
     pub stopped: Option<String>,
+    /// How the job `steptop run` started ended, once it has: its pid, exit code or signal.
+    pub job_ended: Option<(u32, Option<i32>, Option<i32>)>,
     /// `--baseline`: a finished run's figures, shown beside the live ones; read before the
     /// monitor starts and never changed.
     pub baseline: Option<crate::model::baseline::Baseline>,
@@ -60,6 +62,7 @@ impl Monitor {
             diagnosis: Diagnosis::new(diagnose),
             sources: Vec::new(),
             stopped: None,
+            job_ended: None,
             baseline: None,
             only_run: None,
             runs_started: 1,
@@ -120,6 +123,10 @@ impl Monitor {
             }
             Msg::InputStopped { reason } => {
                 self.stopped = Some(reason);
+                true
+            }
+            Msg::JobEnded { pid, code, signal } => {
+                self.job_ended = Some((pid, code, signal));
                 true
             }
             Msg::Ui(_) | Msg::Replay(_) => false,

@@ -45,6 +45,13 @@ pub enum Msg {
     /// sample comes (probes off) and no line does (a hung job). A replay sends none: its time
     /// is the replayed one.
     Tick(f64),
+    /// The job `steptop run` started ended: its pid, and its exit code or the signal that
+    /// killed it.
+    JobEnded {
+        pid: u32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
     /// The input thread (following or replaying the logs) stopped for good, with the reason.
     InputStopped { reason: String },
     /// A key, a resize or a signal for the live view; the monitor ignores it.

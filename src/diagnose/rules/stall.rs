@@ -194,7 +194,12 @@ fn stalled(v: &View, k: &Knobs) -> Option<Finding> {
             .act(|| "nothing to fix if the run is over: `steptop report LOG` summarises it")
             .act(|| "to watch a run that is going on, point steptop at the log it writes now"),
         Stop::Hung | Stop::Quiet => f
-            .act(|| "py-spy dump --pid PID shows where every thread of the trainer waits")
+            .act(|| {
+                let pid = trainer
+                    .or(seen_trainer)
+                    .map_or("PID".to_string(), |t| t.pid.to_string());
+                format!("py-spy dump --pid {pid} shows where every thread of the trainer waits")
+            })
             .act(|| "a GPU busy with no progress is often a collective waiting for a rank: NCCL_DEBUG=INFO, and a timeout in init_process_group")
             .act(|| "a long eval or checkpoint looks the same: [rules.stalled] boundary-seconds sets how long one may take"),
     })

@@ -58,8 +58,8 @@ fn init(lib: &OsStr) -> Result<Nvml, (bool, String)> {
 fn reason(lib: &OsStr, e: NvmlError) -> String {
     match e {
         NvmlError::LibloadingError(_) => format!(
-            "no NVIDIA library ({} cannot be loaded): no NVIDIA driver on this machine, or \
-             set {LIBRARY_ENV} to the library's path",
+            "no NVIDIA driver here: {} cannot be loaded (no NVIDIA driver on this machine, or \
+             set {LIBRARY_ENV} to the library's path)",
             lib.to_string_lossy()
         ),
         NvmlError::DriverNotLoaded => {

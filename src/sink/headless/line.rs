@@ -56,6 +56,9 @@ pub struct Status {
     pub step: Option<u64>,
     pub total_steps: Option<u64>,
     pub samples_per_s: Option<f64>,
+    /// Iterations per second, recent median: the rate when no batch size is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iters_per_s: Option<f64>,
     /// Tokens per second of the job and of one GPU, recent medians (LLM runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_s: Option<f64>,
@@ -97,6 +100,7 @@ impl Status {
             step: g.last_step,
             total_steps: g.total.or(m.facts.total_steps),
             samples_per_s: g.samples_per_s.recent(window).map(|s| s.p50),
+            iters_per_s: g.iters_per_s.recent(window).map(|s| s.p50),
             tokens_per_s: g.tokens_per_s.recent(window).map(|s| s.p50),
             tokens_per_gpu_s: g.tokens_per_gpu_s.recent(window).map(|s| s.p50),
             step_time_ms: g.step_time_ms.recent(window).map(|s| s.p50),
@@ -276,8 +280,11 @@ pub fn status_text(s: &Status) -> String {
         (Some(n), None) => format!("step {n}"),
         (None, _) => "no step yet".to_string(),
     }];
-    if let Some(v) = s.samples_per_s {
-        parts.push(format!("{} samples/s", num(v)));
+    // A rate, whatever the log tells: samples/s with a batch size, else it/s.
+    match (s.samples_per_s, s.iters_per_s) {
+        (Some(v), _) => parts.push(format!("{} samples/s", num(v))),
+        (None, Some(v)) => parts.push(format!("{} it/s", num(v))),
+        (None, None) => {}
     }
     if let Some(v) = s.tokens_per_s.or(s.tokens_per_gpu_s) {
         let a_gpu = if s.tokens_per_s.is_some() {

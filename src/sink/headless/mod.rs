@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::display;
 use crate::common::error::Error;
-use crate::diagnose::{ChangeKind, Severity};
+use crate::diagnose::{Change, ChangeKind, Severity};
 use crate::model::Stamp;
 use crate::model::job::{JobIdentity, NodeIdentity};
 use crate::monitor::Monitor;
@@ -265,6 +265,17 @@ impl Sink {
             // of a replay printed in words, it was 3% of the replay's instructions.
             let text = match self.opts.format {
                 LineFormat::Json => line::alert_json(c, a, origin),
+                // One clock on every text line: a live run's lines say when steptop said
+                // them, as its status lines do (a change in the history read at the start
+                // would say a log time, or a time into a log that has none); a replay's, the
+                // replayed time.
+                LineFormat::Text if !self.opts.replay => {
+                    let said = Change {
+                        time: unix_now(),
+                        ..c.clone()
+                    };
+                    line::alert_text(&said, a, origin)
+                }
                 LineFormat::Text => line::alert_text(c, a, origin),
             };
             if let Some(h) = &self.hooks

@@ -122,6 +122,26 @@ pub fn fit(text: &str, width: usize) -> String {
     s
 }
 
+/// `fit`, cut between words where a word boundary is near the edge: advice cut mid-word
+/// (`raise DataLoader num_worke…`) reads as a typo, one cut after a word as a pause.
+pub fn fit_words(text: &str, width: usize) -> String {
+    let fitted = fit(text, width);
+    let Some(cut) = fitted.strip_suffix('…') else {
+        return fitted;
+    };
+    // The cut is mid-word unless the next character of the text is a space.
+    let next = text.get(cut.len()..).and_then(|rest| rest.chars().next());
+    if next.is_none_or(char::is_whitespace) {
+        return fitted;
+    }
+    match cut.rfind(' ') {
+        Some(at) if display::width(&cut[..at]) * 3 >= width * 2 => {
+            format!("{}…", cut[..at].trim_end())
+        }
+        _ => fitted,
+    }
+}
+
 /// `4s`, `3m`, `2h`, `5d`: how long ago, coarsely, so the header does not change every second
 /// once the moment is long past.
 pub fn ago(seconds: f64) -> String {
@@ -174,6 +194,18 @@ mod tests {
         // The next page moves them by two.
         assert_eq!(at(12.0)[4], Some(10.0));
         assert_eq!(at(12.0)[6], Some(12.0));
+    }
+
+    #[test]
+    fn advice_is_cut_between_words() {
+        let text = "data_time 120.0 ms of a 400.0 ms step → raise DataLoader num_workers";
+        assert_eq!(
+            fit_words(text, 60),
+            "data_time 120.0 ms of a 400.0 ms step → raise DataLoader…"
+        );
+        assert_eq!(fit_words(text, 200), text);
+        // A last word too long to keep: cut in it rather than lose a third of the line.
+        assert_eq!(fit_words("a verylongwordwithoutbreaks", 12), "a verylongw…");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::{Pane, View};
 use crate::diagnose::{Alert, Diagnosis};
 use crate::settings::theme::Role;
-use crate::sink::ui::widgets::{fit, severity_role};
+use crate::sink::ui::widgets::{fit, fit_words, severity_role};
 
 /// Cleared alerts listed after the active ones.
 const CLEARED_SHOWN: usize = 3;
@@ -96,7 +96,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             detail.push_str(" → ");
             detail.push_str(act);
         }
-        lines.push(Line::from(v.span(fit(&detail, width), Role::Text)));
+        lines.push(Line::from(v.span(fit_words(&detail, width), Role::Text)));
     }
     let room = inner.height as usize;
     // The selected alert stays in sight when the list is longer than the pane: its title

@@ -45,9 +45,18 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             .gpu_error
             .clone()
             .unwrap_or_else(|| "no GPU selected".into());
-        let mut text = vec![Line::from(
-            v.span(format!("no GPU readings: {why}"), Role::Muted),
-        )];
+        // The reason's first clause when the whole would take more than two rows: a narrow
+        // pane keeps its room for what is read (the rest is in `steptop probe`'s words).
+        let full = format!("no GPU readings: {why}");
+        let said = if crate::common::display::width(&full) > 2 * usize::from(inner.width) {
+            format!(
+                "no GPU readings: {}",
+                why.split(": ").next().unwrap_or(&why)
+            )
+        } else {
+            full
+        };
+        let mut text = vec![Line::from(v.span(said, Role::Muted))];
         text.extend(notes(v, sample));
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), inner);
         return;

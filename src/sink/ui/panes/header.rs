@@ -108,6 +108,24 @@ fn sources<'a>(v: &View, width: usize) -> Vec<Span<'a>> {
     out
 }
 
+/// The job's end, once it came: `job exited (0)` under `steptop run`, or the trainer the
+/// probes watched (`--pid`) gone.
+fn job_ended(v: &View) -> Option<(String, Role)> {
+    if let Some((_, code, signal)) = v.mon.job_ended {
+        return Some(match (code, signal) {
+            (Some(0), _) => ("job exited (0)".to_string(), Role::Ok),
+            (Some(c), _) => (format!("job exited ({c})"), Role::Crit),
+            (None, Some(s)) => (format!("job killed (signal {s})"), Role::Crit),
+            (None, None) => ("job ended".to_string(), Role::Warn),
+        });
+    }
+    let hw = &v.mon.model.hardware;
+    let seen = hw.recent.iter().find_map(|s| s.trainer.as_ref())?;
+    hw.latest()
+        .is_some_and(|s| s.trainer.is_none())
+        .then(|| (format!("trainer {} exited", seen.pid), Role::Warn))
+}
+
 /// Where a replay is: `replay 10x 37% +1:02:03`, paused, or finished.
 fn replay(r: &ReplayUi) -> (String, Role) {
     let p = &r.position;
@@ -198,6 +216,9 @@ fn figures<'a>(v: &View) -> Vec<Span<'a>> {
     }
     if let Some(age) = v.step_age.filter(|a| *a >= QUIET_S) {
         parts.push((format!("last step {} ago", ago(age)), Role::Warn));
+    }
+    if let Some(ended) = job_ended(v) {
+        parts.push(ended);
     }
     if v.ui.paused {
         parts.push(("PAUSED (p)".into(), Role::Warn));
