@@ -279,3 +279,26 @@ fn headless_lines_keep_one_clock_and_a_rate() {
         "{text}"
     );
 }
+
+/// The HTML report of mmseg's PSPNet (fixtures/wild/mmengine-mmseg-pspnet-iter): the bar of
+/// where a step's time goes is the whole step (a 3% data part, and the rest it does not
+/// itemise), and the charts over time mark the evaluations and checkpoints its verdict is
+/// about.
+#[test]
+fn the_html_report_draws_the_whole_step_and_marks_the_pauses() {
+    let out = support::steptop()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "--format", "html"])
+        .arg("fixtures/wild/mmengine-mmseg-pspnet-iter/20230211_201914.log")
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        html.contains("<rect class=\"part-rest\""),
+        "no rest of the step"
+    );
+    assert!(html.contains("the rest of the step, not itemised"));
+    let pauses = html.matches("<line class=\"mark-pause\"").count();
+    // 20 evaluations and 10 checkpoints (two of them with an evaluation), on two charts.
+    assert!(pauses >= 2 * 20, "{pauses} pause marks");
+}

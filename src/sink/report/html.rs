@@ -233,6 +233,16 @@ fn breakdown(o: &mut String, r: &Report) {
             p.share.map_or_else(|| "-".into(), pct)
         );
     }
+    let itemised: f64 = r.breakdown.parts.iter().filter_map(|p| p.share).sum();
+    if let Some(step) = r.breakdown.step_ms.filter(|_| itemised < 0.999) {
+        let rest = 1.0 - itemised;
+        let _ = write!(
+            o,
+            "<tr><td><i class=\"key part-rest\"></i></td><td>the rest of the step, not itemised</td><td>{}</td><td>{}</td></tr>",
+            ms(rest * step),
+            pct(rest)
+        );
+    }
     o.push_str("</table></section>\n");
 }
 
@@ -266,6 +276,24 @@ pub(crate) fn share_bar(o: &mut String, parts: &[PartOut]) {
         }
         x += w;
     }
+    // What the parts leave of the step: the rest of it, drawn so that the bar is the step.
+    if x < width - 0.5 {
+        let rest = (width - x) / width;
+        let _ = write!(
+            o,
+            "<rect class=\"part-rest\" x=\"{x:.1}\" y=\"0\" width=\"{:.1}\" height=\"36\"><title>the rest of the step, not itemised: {}</title></rect>",
+            width - x,
+            pct(rest)
+        );
+        if width - x > 60.0 {
+            let _ = write!(
+                o,
+                "<text x=\"{:.1}\" y=\"23\">{}</text>",
+                x + 4.0,
+                pct(rest)
+            );
+        }
+    }
     o.push_str("</svg>");
 }
 
@@ -274,7 +302,10 @@ fn curves(o: &mut String, r: &Report, c: &Curves) {
         return;
     }
     o.push_str("<section id=\"curves\"><h2>Over the run</h2>");
-    let marks = alert_marks(r);
+    // The step time and throughput charts show where the evaluations and checkpoints
+    // paused the run, beside the alerts that name them.
+    let mut marks = alert_marks(r);
+    marks.extend(pause_marks(r));
     if !c.step_ms.is_empty() {
         chart(
             o,
@@ -341,6 +372,23 @@ fn readings(o: &mut String, r: &Report, c: &Curves) {
         chart(o, "Memory", "GiB", &mem, &marks);
     }
     o.push_str("</section>\n");
+}
+
+/// Evaluations and checkpoints marked on a chart at most.
+const MARKED_PAUSES: usize = 48;
+
+/// Each evaluation and checkpoint (its first line: one event), on the time axis.
+fn pause_marks(r: &Report) -> Vec<Mark> {
+    r.events
+        .iter()
+        .filter(|e| e.kind == "eval" || e.kind == "checkpoint")
+        .take(MARKED_PAUSES)
+        .map(|e| Mark {
+            t: e.time,
+            class: "pause",
+            label: format!("{} at line {}", e.kind, e.line),
+        })
+        .collect()
 }
 
 /// A curve drawn as its mean over its min-max band.
@@ -504,8 +552,11 @@ pub(crate) fn chart(o: &mut String, title: &str, unit: &str, curves: &[Curve], m
     for c in curves.iter().filter(|c| !c.points.is_empty()) {
         let _ = write!(o, "<i class=\"key line-{}\"></i>{} ", c.class, esc(c.label));
     }
-    if !marks.is_empty() {
-        o.push_str("<i class=\"key mark-raised\"></i>alert raised <i class=\"key mark-cleared\"></i>cleared");
+    if marks.iter().any(|m| m.class != "pause") {
+        o.push_str("<i class=\"key mark-raised\"></i>alert raised <i class=\"key mark-cleared\"></i>cleared ");
+    }
+    if marks.iter().any(|m| m.class == "pause") {
+        o.push_str("<i class=\"key mark-pause\"></i>evaluation or checkpoint");
     }
     o.push_str("</p></figure>");
 }
@@ -668,14 +719,14 @@ small,.meta,.legend,.tick{color:var(--muted);font-size:.85em}code{font-size:.9em
 .alert h3{font-size:1em;margin:.3em 0}
 table{border-collapse:collapse;font-size:.9em}td,th{padding:.15em .6em;text-align:left}td:nth-child(n+3){text-align:right;font-variant-numeric:tabular-nums}
 svg text{fill:var(--fg);font-size:12px}.tick{fill:var(--muted)}.axis{stroke:var(--line)}
-.part-data{fill:var(--data)}.part-forward,.part-stage{fill:var(--forward)}.part-unlogged{fill:var(--unlogged)}
+.part-data{fill:var(--data)}.part-rest{fill:var(--unlogged);opacity:.35}.part-forward,.part-stage{fill:var(--forward)}.part-unlogged{fill:var(--unlogged)}
 .part-loss,.part-backward,.part-optimizer,.part-copy{fill:var(--rate)}
 .line-step,.line-rate,.line-loss{fill:none;stroke-width:1.5}.line-step{stroke:var(--step)}.line-rate{stroke:var(--rate)}.line-loss{stroke:var(--loss)}
 .band-step{fill:var(--step);opacity:.15}.band-rate{fill:var(--rate);opacity:.15}.band-loss{fill:var(--loss);opacity:.15}
-.area-data{fill:var(--data);opacity:.7}.mark-raised{stroke:var(--crit);stroke-dasharray:3 3}.mark-cleared{stroke:var(--ok);stroke-dasharray:3 3}
+.area-data{fill:var(--data);opacity:.7}.mark-raised{stroke:var(--crit);stroke-dasharray:3 3}.mark-cleared{stroke:var(--ok);stroke-dasharray:3 3}.mark-pause{stroke:var(--unlogged);stroke-dasharray:1 2}
 .key{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em;vertical-align:middle}
 i.line-step{background:var(--step)}i.line-data{background:var(--data)}i.line-rate{background:var(--rate)}i.line-loss{background:var(--loss)}
-i.mark-raised{background:var(--crit)}i.mark-cleared{background:var(--ok)}i.part-data{background:var(--data)}i.part-forward,i.part-stage{background:var(--forward)}
+i.mark-raised{background:var(--crit)}i.mark-cleared{background:var(--ok)}i.mark-pause{background:var(--unlogged)}i.part-rest{background:var(--unlogged);opacity:.35}i.part-data{background:var(--data)}i.part-forward,i.part-stage{background:var(--forward)}
 i.part-unlogged{background:var(--unlogged)}i.part-loss,i.part-backward,i.part-optimizer,i.part-copy{background:var(--rate)}
 .checklist{list-style:none;padding:0}.checklist .pass b{color:var(--ok)}.checklist .fail b{color:var(--crit)}.checklist .unknown b{color:var(--muted)}
 .line-run0,.line-run1,.line-run2,.line-run3{fill:none;stroke-width:1.5}.line-run0{stroke:var(--step)}.line-run1{stroke:var(--data)}

@@ -455,6 +455,8 @@ pub struct EventOut {
     pub kind: &'static str,
     pub source: String,
     pub line: u64,
+    /// When it came, on the run's clock (the charts' time axis).
+    pub time: f64,
     pub text: String,
 }
 
@@ -607,6 +609,7 @@ impl Report {
                             .unwrap_or_default()
                     },
                     line: e.line,
+                    time: e.time,
                     text: e.text.clone(),
                 })
                 .collect(),
