@@ -530,7 +530,11 @@ mod tests {
         let line = alert_text(&c, &a, &Origin::default());
         assert!(!line.chars().any(char::is_control), "{line:?}");
         assert!(line.starts_with("2023-11-29 02:19:30  step 120  RAISED    warn input_bound"));
-        assert!(line.contains("(gain 43.0%)") && line.contains("fix: raise num_workers"));
+        assert!(
+            line.contains("(fixed: steps up to 43% shorter, 1.75x as fast)")
+                && line.contains("fix: raise num_workers"),
+            "{line}"
+        );
     }
 
     #[test]
