@@ -612,9 +612,11 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
     let mut cache = CacheRecord::default();
     let mut seen = kv::Collected::default();
     let (mut core, mut measured, mut facts) = (false, false, 0);
-    let mut evaluated = false;
+    let (mut evaluated, mut only_evaluated) = (false, true);
     kv::pairs(p, &mut |key, value| {
-        evaluated |= evaluation_key(key);
+        let evaluation = evaluation_key(key);
+        evaluated |= evaluation;
+        only_evaluated &= evaluation;
         let Some(field) = kv::lookup(key) else {
             return;
         };
@@ -672,11 +674,25 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
             // A step that ran an evaluation too (verl's step 170 with `val-core/...` and
             // `timing_s/testing`): its time holds the evaluation's.
             push_event(EventKind::Eval, p, out);
+            rec.evaluated = true;
         }
         push_step(rec, &seen, p, out);
         return Some(Format::KeyValue);
     }
     out.extend(cached);
+    if evaluated
+        && only_evaluated
+        && (seen.fields > 0 || seen.non_finite)
+        && rec.step.is_none()
+        && out.len() == before
+    {
+        // An evaluation's result alone (`validation loss: 6.1696`): an evaluation ran.
+        push_event(EventKind::Eval, p, out);
+        if seen.non_finite {
+            push_event(EventKind::NonFinite, p, out);
+        }
+        return Some(Format::KeyValue);
+    }
     if seen.non_finite {
         push_event(EventKind::NonFinite, p, out);
     }
@@ -684,16 +700,18 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
 }
 
 /// A key of an evaluation's result or timer (`val-core/gsm8k/acc`, `val/loss`,
-/// `timing_s/testing`) on a step line.
+/// `validation loss`, `timing_s/testing`).
 fn evaluation_key(key: &str) -> bool {
     let k = key.as_bytes();
     let starts = |w: &[u8]| {
         k.len() > w.len()
             && k[..w.len()].eq_ignore_ascii_case(w)
-            && matches!(k[w.len()], b'/' | b'-')
+            && matches!(k[w.len()], b'/' | b'-' | b'_' | b' ')
     };
     starts(b"val")
+        || starts(b"validation")
         || starts(b"eval")
+        || starts(b"evaluation")
         || starts(b"test")
         || key.ends_with("/testing")
         || key.ends_with("/validation")
@@ -820,6 +838,35 @@ mod tests {
         let mut out = Vec::new();
         Parser::default().parse(line.as_bytes(), &mut out);
         out
+    }
+
+    #[test]
+    fn an_evaluations_result_alone_is_an_evaluation() {
+        // build-nanogpt's line after its evaluation, and llm.c's with a NaN.
+        let is_eval = |out: &[Record]| {
+            out.iter().any(|r| {
+                matches!(
+                    r,
+                    Record::Event {
+                        kind: EventKind::Eval,
+                        ..
+                    }
+                )
+            })
+        };
+        assert!(is_eval(&parse("validation loss: 6.1696")));
+        let out = parse("val loss nan");
+        assert!(is_eval(&out));
+        assert!(out.iter().any(|r| matches!(
+            r,
+            Record::Event {
+                kind: EventKind::NonFinite,
+                ..
+            }
+        )));
+        // A config dump's evaluation settings, or a training figure beside one, are not.
+        assert!(!is_eval(&parse("val_dataloader = dict(")));
+        assert!(!is_eval(&parse("train loss: 2.1 val loss: 2.3")));
     }
 
     #[test]

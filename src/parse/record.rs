@@ -120,9 +120,23 @@ pub struct StepRecord {
     /// step time itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed_s: Option<f64>,
-    /// The step time averaged since the start (`step_avg:231.55ms`, detectron2's `time`).
+    /// The step time averaged since the start (`step_avg:231.55ms`, detectron2's `time`), or
+    /// since `avg_steps` says (timm's, since the epoch began).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub avg_step_ms: Option<f64>,
+    /// The steps the running averages cover, where they restart within the run (timm's each
+    /// epoch); None: the run's steps so far (the step number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_steps: Option<u64>,
+    /// The line reports an evaluation too (`val_loss`, `val-core/...`, `timing_s/testing`):
+    /// its figures are the evaluation's as much as a training step's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub evaluated: bool,
+    /// The data wait and the samples/s averaged as `avg_step_ms` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_data_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_samples_per_s: Option<f64>,
     pub data_time_ms: Option<f64>,
     pub samples_per_s: Option<f64>,
     pub iters_per_s: Option<f64>,
@@ -167,6 +181,7 @@ impl StepRecord {
             || bad(self.eta_s)
             || bad(self.elapsed_s)
             || bad(self.avg_step_ms)
+            || bad(self.avg_data_ms)
         {
             return Some("a negative or infinite time");
         }

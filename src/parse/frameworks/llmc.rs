@@ -38,6 +38,11 @@ pub fn llm_step(p: &str, out: &mut Vec<Record>) -> Option<Format> {
             seen.fields += 1;
         } else if f.ends_with("MFU") {
             kv::apply(kv::Field::Mfu, f, &mut rec, &mut seen);
+        } else if let Some((key, value)) = f.split_once(' ')
+            && let Some(field) = kv::lookup(key)
+        {
+            // `loss     nan`: llm.c pads a value to its column; the padding is no separator.
+            kv::apply(field, value.trim_start(), &mut rec, &mut seen);
         } else {
             read_pairs(f, &mut rec, &mut seen);
         }

@@ -1,6 +1,7 @@
 //! timm's train.py: `Train: 0 [  50/6672 (  1%)]  Loss: 6.96 (6.96)  Time: 0.734s,  261.42/s
 //! (0.742s,  258.85/s)  LR: 1.000e-04  Data: 0.010 (0.024)`. The first value of each pair is the
-//! current one, the bracketed one the average; the current ones are taken.
+//! current one, the bracketed one timm's running average since the epoch began (its meters
+//! restart each epoch): both are taken, the averages covering the epoch's batches so far.
 
 use crate::parse::record::{Counter, Format, Record, StepRecord};
 use crate::parse::{kv, num, push_step};
@@ -32,15 +33,32 @@ pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         if let Some((_, rate)) = v.split_once(',') {
             rec.samples_per_s = num::number(rate);
         }
+        // `(0.742s,  258.85/s)`: the epoch's averages.
+        if let Some((time, rate)) = bracketed(v).and_then(|b| b.split_once(',')) {
+            rec.avg_step_ms = num::number(time.trim().trim_end_matches('s')).map(|s| s * 1000.0);
+            rec.avg_samples_per_s = num::number(rate.trim().trim_end_matches("/s"));
+        }
     }
     if let Some(v) = after("LR:") {
         kv::apply(kv::Field::Lr, v, &mut rec, &mut seen);
     }
     if let Some(v) = after("Data:") {
         kv::apply(kv::Field::DataTime(num::Unit::S), v, &mut rec, &mut seen);
+        rec.avg_data_ms = bracketed(v).and_then(num::number).map(|s| s * 1000.0);
+    }
+    if rec.avg_step_ms.is_some() {
+        // Batch `i` of the epoch, counted from 0: the averages cover i + 1 batches.
+        rec.avg_steps = rec.step.map(|i| i + 1);
     }
     push_step(rec, &seen, p, out);
     Some(Format::Timm)
+}
+
+/// The text inside the first parentheses of `v`, before the next label.
+fn bracketed(v: &str) -> Option<&str> {
+    let open = v.find('(')?;
+    let close = open + v[open..].find(')')?;
+    Some(v[open + 1..close].trim())
 }
 
 #[cfg(test)]
@@ -63,6 +81,16 @@ mod tests {
         assert_eq!(
             (s.step_time_ms, s.samples_per_s, s.lr, s.data_time_ms),
             (Some(500.0), Some(256.0), Some(2e-4), Some(20.0))
+        );
+        // And the epoch's running averages, over batches 0 to 100.
+        assert_eq!(
+            (
+                s.avg_step_ms,
+                s.avg_samples_per_s,
+                s.avg_data_ms,
+                s.avg_steps
+            ),
+            (Some(550.0), Some(232.73), Some(30.0), Some(101))
         );
     }
 }
