@@ -31,6 +31,10 @@ pub struct SourceStats {
     /// the first of them: a figure read for another, or a smoothed step beside a raw wait.
     pub data_over_step: u64,
     pub first_data_over_step: Option<u64>,
+    /// Step lines that repeat the line before them figure for figure (a logger's copy beside
+    /// a print's), read as one step, and the first of them.
+    pub repeated: u64,
+    pub first_repeated: Option<u64>,
 }
 
 /// What one user pattern read of a file.

@@ -13,7 +13,7 @@ use crate::model::source_stats::{SourceStats, data_over_step, read_nothing};
 use crate::model::unparsed::{UnparsedShapes, example};
 use crate::monitor::msg::Msg;
 use crate::parse::clean::clean;
-use crate::parse::record::{ConfigFact, EventKind, Format, Record};
+use crate::parse::record::{ConfigFact, EventKind, Format, Record, StepRecord};
 use crate::parse::user::UserPattern;
 use crate::parse::{LineInfo, Parser, prefix};
 
@@ -44,6 +44,55 @@ pub struct Feed {
     /// counted but their figures dropped, so that no step counts twice.
     steps: bool,
     tags: Arc<UserTags>,
+    /// The last step record carried on, as `Repeat` tells it from the next.
+    last_step: Option<Repeat>,
+}
+
+/// What tells a step line from a copy of it: its rank, step and figures. A trainer that logs
+/// through a logger and prints too (timm's `INFO:train:` copy) writes each line twice, and a
+/// step counted twice would halve the steps each line stands for.
+#[derive(Clone, Copy, PartialEq)]
+struct Repeat {
+    rank: u32,
+    step: u64,
+    figures: [Option<f64>; 7],
+}
+
+/// Whether a line is a progress bar's: redrawn in place (`\r` inside it) or of a format that
+/// draws bars.
+fn redrawn(info: &LineInfo, raw: &[u8]) -> bool {
+    let body = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    body.contains(&b'\r')
+        || matches!(
+            info.format,
+            Some(
+                Format::Tqdm
+                    | Format::Lightning
+                    | Format::Ultralytics
+                    | Format::Keras
+                    | Format::HfTrainer
+                    | Format::Accelerate
+            )
+        )
+}
+
+impl Repeat {
+    fn of(rank: u32, s: &StepRecord) -> Option<Repeat> {
+        Some(Repeat {
+            rank,
+            step: s.step?,
+            figures: [
+                s.step_time_ms,
+                s.data_time_ms,
+                s.loss,
+                s.lr,
+                s.samples_per_s,
+                s.elapsed_s,
+                s.avg_step_ms,
+            ],
+        })
+    }
 }
 
 impl Feed {
@@ -63,6 +112,7 @@ impl Feed {
             scratch: Vec::new(),
             steps: true,
             tags: Arc::default(),
+            last_step: None,
         }
     }
 
@@ -253,10 +303,11 @@ impl Feed {
         arrival: Option<f64>,
     ) -> Stamp {
         let refused = self.admit(info, records);
+        let redraws = redrawn(info, raw);
         info.data_over_step = records.iter().any(data_over_step);
         let stamp = self.open(line_no, raw, shape, info, refused, records.len(), arrival);
         for (i, rec) in records.iter_mut().enumerate() {
-            if refused.is_some() || !self.carry(&stamp, rec) {
+            if refused.is_some() || !self.carry(&stamp, rec, redraws) {
                 dropped.push(at + i);
             }
         }
@@ -303,7 +354,7 @@ impl Feed {
 
     /// A record of a line that goes on, made what the model reads (a step beside the metric
     /// files becomes the run's length): false when it is dropped instead.
-    fn carry(&mut self, stamp: &Stamp, rec: &mut Record) -> bool {
+    fn carry(&mut self, stamp: &Stamp, rec: &mut Record, redraws: bool) -> bool {
         if !self.steps
             && let Record::Step(s) = rec
         {
@@ -314,6 +365,16 @@ impl Feed {
                 }
                 _ => return false,
             }
+        }
+        if let Record::Step(s) = rec {
+            // A progress bar redraws a position as it is (tqdm's close): each redraw is read.
+            let repeat = Repeat::of(stamp.rank, s).filter(|_| !redraws);
+            if repeat.is_some() && repeat == self.last_step {
+                self.stats.repeated += 1;
+                self.stats.first_repeated.get_or_insert(stamp.line);
+                return false;
+            }
+            self.last_step = repeat;
         }
         if !stamp.real_time
             && let Record::Step(s) = rec
@@ -495,16 +556,43 @@ mod tests {
     }
 
     #[test]
-    fn yearless_times_take_the_year_of_the_reference_or_the_arrival() {
-        let line = "[02/29 14:02:18 d2.utils.events]:  iter: 19  total_loss: 2.913  time: 0.3127";
+    fn a_step_line_printed_twice_is_one_step() {
+        // timm writes each line through its logger and bare.
         let mut feed = Feed::new(0, "t.log", Arc::default());
-        assert_eq!(stamped_date(&mut feed, line, None), "2000-02-29");
+        let mut steps = 0;
+        let lines = [
+            "INFO:train:Train: 1 [1000/4448 ( 22%)]  Loss:  6.486881 (6.6571)  Time: 0.565s,  510.16/s  (0.603s,  477.51/s)  LR: 2.595e-05  Data: 0.005 (0.009)",
+            "Train: 1 [1000/4448 ( 22%)]  Loss:  6.486881 (6.6571)  Time: 0.565s,  510.16/s  (0.603s,  477.51/s)  LR: 2.595e-05  Data: 0.005 (0.009)",
+            "Train: 1 [2000/4448 ( 45%)]  Loss:  6.409575 (6.5746)  Time: 0.555s,  519.27/s  (0.602s,  478.27/s)  LR: 2.595e-05  Data: 0.005 (0.009)",
+        ];
+        for (no, line) in (1..).zip(lines) {
+            feed.line(no, line.as_bytes(), None, &mut |_, rec| {
+                steps += u32::from(matches!(rec, Record::Step(_)));
+            });
+        }
+        assert_eq!(steps, 2);
+        assert_eq!(
+            (feed.stats.repeated, feed.stats.first_repeated),
+            (1, Some(2))
+        );
+    }
+
+    #[test]
+    fn yearless_times_take_the_year_of_the_reference_or_the_arrival() {
+        // A step line repeated figure for figure is read once: each call logs a new step.
+        let line = |iter: u32| {
+            format!(
+                "[02/29 14:02:18 d2.utils.events]:  iter: {iter}  total_loss: 2.913  time: 0.3127"
+            )
+        };
+        let mut feed = Feed::new(0, "t.log", Arc::default());
+        assert_eq!(stamped_date(&mut feed, &line(19), None), "2000-02-29");
         // Modified 2025-06-01: the last Feb 29 before it.
         feed.set_year_reference(1_748_736_000.0);
-        assert_eq!(stamped_date(&mut feed, line, None), "2024-02-29");
+        assert_eq!(stamped_date(&mut feed, &line(39), None), "2024-02-29");
         // A live line that arrived on 2028-03-01.
         assert_eq!(
-            stamped_date(&mut feed, line, Some(1_835_481_600.0)),
+            stamped_date(&mut feed, &line(59), Some(1_835_481_600.0)),
             "2028-02-29"
         );
     }
