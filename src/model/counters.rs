@@ -196,6 +196,10 @@ impl Counters {
         let (Some(n), Some(epoch)) = (rec.step, rec.epoch) else {
             return Counted::Step;
         };
+        if rec.avg_in_epoch {
+            // Batch n of the epoch, counted from 0: its averages cover n + 1 batches.
+            rec.avg_steps = Some(n + 1);
+        }
         let len = match rec.total {
             Some(len) => Some(len),
             None => self.epoch_len,

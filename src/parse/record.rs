@@ -125,9 +125,14 @@ pub struct StepRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub avg_step_ms: Option<f64>,
     /// The steps the running averages cover, where they restart within the run (timm's each
-    /// epoch); None: the run's steps so far (the step number).
+    /// epoch); None: the run's steps so far (the step number). Set by the model from the
+    /// line's place in its epoch where `avg_in_epoch` says so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub avg_steps: Option<u64>,
+    /// The running averages restart each epoch and cover its batches so far, the line's
+    /// position counted from 0 (timm's, the ImageNet example's ProgressMeter).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub avg_in_epoch: bool,
     /// The line reports an evaluation too (`val_loss`, `val-core/...`, `timing_s/testing`):
     /// its figures are the evaluation's as much as a training step's.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

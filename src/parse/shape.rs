@@ -521,6 +521,8 @@ fn slots<F: FnMut(Slot)>(
                     &mut s.step_time_ms,
                     &mut s.elapsed_s,
                     &mut s.avg_step_ms,
+                    &mut s.avg_data_ms,
+                    &mut s.avg_samples_per_s,
                     &mut s.data_time_ms,
                     &mut s.samples_per_s,
                     &mut s.iters_per_s,

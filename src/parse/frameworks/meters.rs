@@ -40,8 +40,30 @@ pub fn meters(p: &str, out: &mut Vec<Record>) -> Option<Format> {
             if let Some((label, value)) = meter.trim().split_once(char::is_whitespace)
                 && let Some(field) = kv::lookup(label)
             {
-                kv::apply(field, value.trim_start(), &mut rec, &mut seen);
+                let value = value.trim_start();
+                kv::apply(field, value, &mut rec, &mut seen);
+                // `( 1.846)`: the meter's average since the epoch began (main.py makes its
+                // AverageMeters anew each epoch), over batches 0 to this one.
+                let average = || {
+                    let (_, after) = value.split_once('(')?;
+                    let (avg, _) = after.split_once(')')?;
+                    num::number_unit(avg.trim()).map(|(v, unit, _)| (v, unit))
+                };
+                match field {
+                    kv::Field::StepTime(default) => {
+                        rec.avg_step_ms =
+                            average().and_then(|(v, unit)| num::to_ms(v, unit, default));
+                    }
+                    kv::Field::DataTime(default) => {
+                        rec.avg_data_ms =
+                            average().and_then(|(v, unit)| num::to_ms(v, unit, default));
+                    }
+                    _ => {}
+                }
             }
+        }
+        if rec.avg_step_ms.is_some() {
+            rec.avg_in_epoch = true;
         }
     } else {
         read_pairs(rest.trim_start_matches(','), &mut rec, &mut seen);
@@ -106,6 +128,11 @@ mod tests {
         assert_eq!(
             (s.step_time_ms, s.data_time_ms, s.loss),
             (Some(412.0), Some(11.0), Some(6.9077))
+        );
+        // And the epoch's running averages, over batches 0 to 300.
+        assert_eq!(
+            (s.avg_step_ms, s.avg_data_ms, s.avg_in_epoch),
+            (Some(520.0), Some(20.0), true)
         );
     }
 

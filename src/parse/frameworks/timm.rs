@@ -47,8 +47,8 @@ pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         rec.avg_data_ms = bracketed(v).and_then(num::number).map(|s| s * 1000.0);
     }
     if rec.avg_step_ms.is_some() {
-        // Batch `i` of the epoch, counted from 0: the averages cover i + 1 batches.
-        rec.avg_steps = rec.step.map(|i| i + 1);
+        // The epoch's averages: the model counts the batches they cover from its position.
+        rec.avg_in_epoch = true;
     }
     push_step(rec, &seen, p, out);
     Some(Format::Timm)
@@ -88,9 +88,9 @@ mod tests {
                 s.avg_step_ms,
                 s.avg_samples_per_s,
                 s.avg_data_ms,
-                s.avg_steps
+                s.avg_in_epoch
             ),
-            (Some(550.0), Some(232.73), Some(30.0), Some(101))
+            (Some(550.0), Some(232.73), Some(30.0), true)
         );
     }
 }
