@@ -205,6 +205,89 @@ fn the_warm_up_is_not_judged_as_the_run() {
     assert_eq!(r["judged_from"], 219, "{}", r["judged_from"]);
 }
 
+/// The truth a case's log gives, as tests/wild/truth.py computed it from the log alone.
+fn truth(case: &str) -> Value {
+    let path = format!(
+        "{}/fixtures/wild/{case}/truth.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// timm's qkformer log (fixtures/wild/timm-qkformer-cifar10-1gpu) prints batch 0 (slow: the
+/// loader restarts) and batch 780 of each 781-batch epoch, each line twice (through the
+/// logger and bare). Its figures are the epochs' running averages (`(0.159s, 402.71/s)`,
+/// `Data: 0.000 (0.003)`), differenced from each epoch's batch 0: 158 ms, 1.9% data, 405
+/// samples/s; each line counts once; the report says what the mean rests on.
+#[test]
+fn a_log_that_samples_steps_is_judged_by_the_averages_it_prints() {
+    let r = report_json("fixtures/wild/timm-qkformer-cifar10-1gpu/cifar10_origin_log.txt");
+    let t = truth("timm-qkformer-cifar10-1gpu");
+    assert_eq!(r["steps"]["count"], 248, "each line once: {}", r["steps"]);
+    let near = |got: &Value, want: &Value, within: f64| {
+        let (g, w) = (got.as_f64().unwrap(), want.as_f64().unwrap());
+        assert!((g - w).abs() <= within * w.abs(), "{g} vs {w}");
+    };
+    near(&r["step_time_ms"]["mean"], &t["step_time_ms"], 0.02);
+    near(&r["data_share"], &t["data_share"], 0.1);
+    near(&r["samples_per_s"], &t["samples_per_s"], 0.02);
+    let basis = r["basis"]["step_time"].as_str().unwrap();
+    assert!(
+        basis.contains("running averages, over") && basis.contains("of the run's 96843 steps"),
+        "{basis}"
+    );
+    assert!(
+        r["reading_notes"]
+            .to_string()
+            .contains("printed twice, read once: 248"),
+        "{}",
+        r["reading_notes"]
+    );
+    let data = r["checklist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "data_time")
+        .unwrap();
+    assert_eq!(data["status"], "pass", "{data}");
+}
+
+/// timm's spikingformer log (fixtures/wild/timm-spikingformer-imagenet-8gpu): each epoch's
+/// batch 0 waits 1.3-1.6 s for data (the loader restarts after the evaluation) and the other
+/// five lines 5-7 ms; the epochs' running averages put the data wait at 1.2% of the step. A
+/// window of lines that weighs batch 0 as much as a thousand batches called it data-bound at
+/// 26%; and three slow batches among the 438 lines sampled from 324,703 steps are no 6% of
+/// the time.
+#[test]
+fn a_loader_restart_is_no_verdict_on_the_run() {
+    let r = report_json("fixtures/wild/timm-spikingformer-imagenet-8gpu");
+    for rule in ["data_loading_bound", "step_spikes"] {
+        assert!(alert(&r, rule).is_none(), "{rule}: {:#}", r["alerts"]);
+    }
+    let share = r["data_share"].as_f64().unwrap();
+    assert!(share < 0.02, "{share}");
+}
+
+/// DINO's log (fixtures/wild/multi-dino-pretrain-then-linear) ends with a k-NN evaluation:
+/// its feature extraction prints `[ 0/79]  time: 1.083012  data: 0.914453` and the like, the
+/// first fetches of a fresh loader, after the training's last `Epoch: [27] [781/782]` (data
+/// 0.15 ms). Those are another loop's lines, not training steps: the run, whose own epochs
+/// wait 0.3-3 ms for data, is not data-bound.
+#[test]
+fn another_loops_lines_are_no_verdict_on_the_training() {
+    let r = report_json("fixtures/wild/multi-dino-pretrain-then-linear");
+    let active: Vec<&Value> = r["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["cleared_step"].is_null())
+        .collect();
+    assert!(
+        active.iter().all(|a| a["rule"] != "data_loading_bound"),
+        "{active:#?}"
+    );
+}
+
 /// Read from its log alone, a data-bound run is `data_loading_bound`; live, with the trainer's
 /// workers and the host's CPU read, the same run may be named `loader_workers_starved`. The
 /// report says the readings make the difference, and how to get them

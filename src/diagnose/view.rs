@@ -132,11 +132,25 @@ impl<'a> View<'a> {
         *self.step_mean.get_or_init(|| self.m.step_ms(self.span()))
     }
 
-    /// Mean data_time over the last window of steps that logged one.
+    /// Mean data_time over the last window of steps that logged one, each line weighing the
+    /// steps it stands for where it logged the step's time too.
     pub fn data_ms(&self) -> Option<f64> {
-        *self
-            .data_ms
-            .get_or_init(|| self.m.merged.data_time_ms.recent.mean_last(self.steps()))
+        *self.data_ms.get_or_init(|| {
+            let m = &self.m.merged;
+            m.recent_paired_ms(self.steps())
+                .map(|(data, _)| data)
+                .or_else(|| m.data_time_ms.recent.mean_last(self.steps()))
+        })
+    }
+
+    /// The mean step time of the same lines as `data_ms`, weighed alike: the step the data
+    /// wait is a share of.
+    pub fn paired_step_ms(&self) -> Option<f64> {
+        self.m
+            .merged
+            .recent_paired_ms(self.steps())
+            .map(|(_, step)| step)
+            .or_else(|| self.step_mean())
     }
 
     /// Data time over step time, summed over the recent steps that logged both.

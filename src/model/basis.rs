@@ -5,6 +5,8 @@
 use serde::Serialize;
 
 use super::Facts;
+use super::coverage::Source;
+use crate::common::units::pct;
 use crate::parse::record::{Smoothing, StepRecord};
 
 /// How each step's time was had.
@@ -130,10 +132,10 @@ impl Basis {
         most(&self.step_time).is_some_and(|i| STEP_TIME_NAMES[i] == StepTimeFrom::Arrivals)
     }
 
-    /// The figures' basis in words, with the sizes `facts` gives; `mean_is_logged` when the
-    /// mean step time shown is the log's own running average; `run_means_data` when a
-    /// profiler report gave the run's mean data wait.
-    pub fn describe(&self, facts: &Facts, mean_is_logged: bool, run_means_data: bool) -> BasisOut {
+    /// The figures' basis in words, with the sizes `facts` gives; `mean` says what the mean
+    /// step time shown rests on; `run_means_data` when a profiler report gave the run's mean
+    /// data wait.
+    pub fn describe(&self, facts: &Facts, mean: MeanFrom, run_means_data: bool) -> BasisOut {
         let step_time = match most(&self.step_time) {
             None => "none: no step time, rate, running total or timestamps in the log".into(),
             Some(i) => match STEP_TIME_NAMES[i] {
@@ -158,10 +160,9 @@ impl Basis {
             }
             .to_string(),
         };
-        let step_time = if mean_is_logged {
-            format!("{step_time}; the mean is the log's own running average, as last printed")
-        } else {
-            step_time
+        let step_time = match mean.words() {
+            Some(mean) => format!("{step_time}; {mean}"),
+            None => step_time,
         };
         let batch = batch_words(facts);
         let samples_per_s = match most(&self.samples) {
@@ -263,6 +264,54 @@ fn batch_words(f: &Facts) -> String {
     s
 }
 
+/// What the run's mean step time rests on: where it came from (`coverage::Figures`), the
+/// steps that covers, the lines that timed a step and the run's steps so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MeanFrom {
+    pub source: Option<Source>,
+    pub covered: f64,
+    pub timed: u64,
+    pub steps: Option<u64>,
+    /// No figure covers a step, and the log's running average, as last printed, is the mean.
+    pub last_average: bool,
+}
+
+impl MeanFrom {
+    fn words(&self) -> Option<String> {
+        let of = |n: f64| match self.steps.filter(|s| *s as f64 >= n && *s > 0) {
+            Some(all) => format!(
+                "{} of the run's {all} steps ({})",
+                n.round(),
+                pct(n / all as f64)
+            ),
+            None => format!("{} steps", n.round()),
+        };
+        match self.source {
+            Some(Source::Averages) => Some(format!(
+                "the mean is the log's running averages, over {}",
+                of(self.covered)
+            )),
+            Some(Source::Elapsed) => Some(format!(
+                "the mean is the log's elapsed time, over {}",
+                of(self.covered)
+            )),
+            // A log that times one line in many steps: say so. Whether a line's time is its
+            // step's own or its interval's mean (Megatron's, mmcv's), the log does not say.
+            Some(Source::PerStep) => match self.steps {
+                Some(all) if all >= 2 * self.timed.max(1) => Some(format!(
+                    "the mean weighs each of the {} lines that time a step by the steps since the line before: a line every {} steps",
+                    self.timed,
+                    (all as f64 / self.timed.max(1) as f64).round()
+                )),
+                _ => None,
+            },
+            _ => self
+                .last_average
+                .then(|| "the mean is the log's own running average, as last printed".to_string()),
+        }
+    }
+}
+
 /// The basis of each headline figure, in words.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BasisOut {
@@ -312,7 +361,7 @@ mod tests {
             };
             m.apply(&stamp, Record::Step(Box::new(rec)));
         }
-        let out = m.basis.describe(&m.facts, false, false);
+        let out = m.basis.describe(&m.facts, MeanFrom::default(), false);
         assert_eq!(out.step_time, "the printed rate (it/s), inverted");
         assert!(
             out.samples_per_s

@@ -55,8 +55,11 @@ pub struct Breakdown<'a> {
 impl Model {
     /// Mean step time over `span`.
     pub fn step_ms(&self, span: Over) -> Option<f64> {
-        let m = &self.merged.step_time_ms;
-        span.mean(&m.run, &m.recent)
+        match span {
+            // Each printed figure over the steps it stands for, as the run's header says.
+            Over::Run => self.merged.mean_step_ms(),
+            Over::Recent(n) => self.merged.step_time_ms.recent.mean_last(n),
+        }
     }
 
     /// Data time over step time, summed over the steps of `span` that logged both; else the

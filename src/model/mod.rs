@@ -11,6 +11,7 @@ pub mod breakdown;
 pub mod cache;
 pub mod clock;
 pub mod counters;
+pub mod coverage;
 pub mod hardware;
 pub mod job;
 pub mod log_lines;
@@ -171,6 +172,9 @@ pub struct Model {
     /// totals are not taken as step times too.
     line_step_times: bool,
     line_data_times: bool,
+    /// Whether a step line named its step and timed it: then a timed line that names none is
+    /// another loop's (a feature extraction's `[ 10/79]  time: 0.18  data: 0.09`), no step.
+    stepped_times: bool,
     /// Whether any record carried a real time (the log's own or an arrival).
     real_time: bool,
     /// The step times derived so far, added up once per step: a clock for logs that have
@@ -416,6 +420,7 @@ impl Model {
             marks: 0,
             line_step_times: false,
             line_data_times: false,
+            stepped_times: false,
             real_time: false,
             step_clock_s: 0.0,
             last_time: None,
@@ -487,6 +492,7 @@ impl Model {
             marks,
             line_step_times,
             line_data_times,
+            stepped_times,
             real_time: _,
             step_clock_s: _,
             last_time: _,
@@ -516,7 +522,7 @@ impl Model {
         log_memory.clear();
         *log_memory_readings = 0;
         (*line_steps, *marks) = (0, 0);
-        (*line_step_times, *line_data_times) = (false, false);
+        (*line_step_times, *line_data_times, *stepped_times) = (false, false, false);
         *stacks = stacks::Stacks::default();
         timeline.clear();
         *basis = Basis::default();
@@ -788,6 +794,34 @@ impl Model {
         if new_step {
             self.open_boundaries.clear();
         }
+        // A line right after an eval or a checkpoint whose time holds the pause is the
+        // pause's, not a step's: out of the run's figures (coverage.rs) and of the rules'
+        // windows, though still a step of the timeline. So is the first batch of an epoch
+        // whose running averages start over (the loader's restart, timm's `[0/781]`): a log
+        // that prints it beside one other batch an epoch would have it weigh as much as the
+        // epoch's hundreds of steps. So is a line of another loop (`stray`).
+        let median = self.merged.step_median_ms;
+        let paused = new_step
+            && matches!(
+                self.timeline.pending,
+                Some(EventKind::Eval | EventKind::Checkpoint)
+            )
+            && d.step_time_ms.zip(median).is_some_and(|(ms, m)| {
+                ms > coverage::PAUSED * m
+                    && self
+                        .timeline
+                        .holds_pause(d.step, (stamp.time, stamp.real_time), ms, m)
+            });
+        let restart = d.avg_steps == Some(1) && self.merged.records > 0;
+        // Another loop's line: a bar the feed told from the training's (DINO's feature
+        // extraction, `[10/79]  time: 0.18  data: 0.09` after `Epoch: [27] [781/782]`), or a
+        // timed line that names no step in a run whose step lines do.
+        let stray = d.step.is_none()
+            && (d.counter == Counter::Bar || d.step_time_ms.is_some() && self.stepped_times);
+        self.stepped_times |= d.step.is_some() && d.step_time_ms.is_some();
+        if new_step && !stray {
+            self.merged.coverage.line(d, paused, median);
+        }
         let recent = &self.merged.step_time_ms.recent;
         self.timeline.step(
             d.step,
@@ -796,8 +830,13 @@ impl Model {
             || recent.last_n(20).map(|s| s.p50),
             (self.wall.now, self.arriving),
         );
+        let held =
+            (paused || restart || stray).then(|| (d.step_time_ms.take(), d.data_time_ms.take()));
         rank.push(d, stamp.time);
         self.merged.push(d, stamp.time);
+        if let Some((step_ms, data_ms)) = held {
+            (d.step_time_ms, d.data_time_ms) = (step_ms, data_ms);
+        }
         if let Some(b) = d.batch_size.or(self.facts.batch_size.map(f64::from)) {
             let it = d
                 .iters_per_s

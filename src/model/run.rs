@@ -149,9 +149,13 @@ pub struct RankState {
     /// The run's median step time, refreshed every 64 steps.
     pub step_median_ms: Option<f64>,
     pub data_time_ms: Metric,
-    /// Data and step time of the steps that logged both: the data share is sum over sum.
+    /// Data and step time of the steps that logged both, each times the steps its line
+    /// stands for (`paired_steps`): the data share is sum over sum. A log that prints every
+    /// thousandth batch and each epoch's first (timm's, DINO's) has that slow first batch
+    /// weigh one step, not as much as the thousand before it.
     pub paired_data_ms: Metric,
     pub paired_step_ms: Metric,
+    pub paired_steps: Metric,
     pub samples_per_s: Metric,
     pub iters_per_s: Metric,
     pub tokens_per_s: Metric,
@@ -177,6 +181,8 @@ pub struct RankState {
     /// The latest step time, for a data time logged on a line of its own.
     last_step_ms: Option<f64>,
     pub last_time: Option<f64>,
+    /// The run's figures, each printed figure weighing the steps it stands for.
+    pub coverage: super::coverage::Coverage,
 }
 
 impl RankState {
@@ -186,6 +192,7 @@ impl RankState {
             // Read only as sums (the data share): no quantiles, no chart.
             paired_data_ms: Metric::lean(window, false),
             paired_step_ms: Metric::lean(window, false),
+            paired_steps: Metric::lean(window, false),
             // Shown as figures, drawn in no chart.
             tokens_per_s: Metric::new(window, false),
             tokens_per_gpu_s: Metric::new(window, false),
@@ -214,6 +221,7 @@ impl RankState {
             data_time_ms,
             paired_data_ms,
             paired_step_ms,
+            paired_steps,
             samples_per_s,
             iters_per_s,
             tokens_per_s,
@@ -233,6 +241,7 @@ impl RankState {
             logged_avg_step_ms,
             last_step_ms,
             last_time,
+            coverage,
         } = self;
         *records = 0;
         for step in [first_step, last_step, total] {
@@ -243,6 +252,7 @@ impl RankState {
             data_time_ms,
             paired_data_ms,
             paired_step_ms,
+            paired_steps,
             samples_per_s,
             iters_per_s,
             tokens_per_s,
@@ -271,6 +281,7 @@ impl RankState {
         *last_stamp = None;
         *last_elapsed = None;
         *last_avg = None;
+        *coverage = super::coverage::Coverage::default();
     }
 
     fn with(step_time_ms: Metric, other: impl Fn() -> Metric) -> Self {
@@ -285,6 +296,7 @@ impl RankState {
             data_time_ms: other(),
             paired_data_ms: other(),
             paired_step_ms: other(),
+            paired_steps: other(),
             samples_per_s: other(),
             iters_per_s: other(),
             tokens_per_s: other(),
@@ -304,6 +316,7 @@ impl RankState {
             logged_avg_step_ms: None,
             last_step_ms: None,
             last_time: None,
+            coverage: super::coverage::Coverage::default(),
         }
     }
 
@@ -406,6 +419,11 @@ impl RankState {
     pub fn push(&mut self, d: &StepRecord, t: f64) {
         self.records += 1;
         self.last_time = Some(t);
+        // The steps this line stands for: those since the rank's line before.
+        let covers = match (d.step, self.last_step) {
+            (Some(step), Some(before)) if step > before => (step - before) as f64,
+            _ => 1.0,
+        };
         if let Some(step) = d.step {
             self.first_step.get_or_insert(step);
             self.last_step = Some(step);
@@ -429,8 +447,9 @@ impl RankState {
         // A data time on a line without the step's time (a print beside a progress bar)
         // pairs with the latest step time.
         if let (Some(data), Some(step)) = (d.data_time_ms, d.step_time_ms.or(self.last_step_ms)) {
-            self.paired_data_ms.push(t, data);
-            self.paired_step_ms.push(t, step);
+            self.paired_data_ms.push(t, data * covers);
+            self.paired_step_ms.push(t, step * covers);
+            self.paired_steps.push(t, covers);
         }
         if d.step_time_ms.is_some() {
             self.last_step_ms = d.step_time_ms;
@@ -480,6 +499,7 @@ impl RankState {
             self.data_time_ms.push(t, data);
             self.paired_data_ms.push(t, data);
             self.paired_step_ms.push(t, step_ms);
+            self.paired_steps.push(t, 1.0);
         }
     }
 
@@ -488,13 +508,28 @@ impl RankState {
         self.data_time_ms.push(t, data_ms);
         self.paired_data_ms.push(t, data_ms);
         self.paired_step_ms.push(t, step_ms);
+        self.paired_steps.push(t, 1.0);
     }
 
     /// Share of step time spent waiting for data, over the whole run.
     pub fn data_share(&self) -> Option<f64> {
         let step = self.paired_step_ms.run.sum();
-        (self.paired_step_ms.run.count() > 0 && step > 0.0)
-            .then(|| self.paired_data_ms.run.sum() / step)
+        self.run_figures().data_share.or_else(|| {
+            (self.paired_step_ms.run.count() > 0 && step > 0.0)
+                .then(|| self.paired_data_ms.run.sum() / step)
+        })
+    }
+
+    /// The data wait and the step time over the last `n` lines that logged both, each line
+    /// weighing the steps it stands for.
+    pub fn recent_paired_ms(&self, n: usize) -> Option<(f64, f64)> {
+        let steps = self.paired_steps.recent.sum_last(n);
+        (steps > 0.0).then(|| {
+            (
+                self.paired_data_ms.recent.sum_last(n) / steps,
+                self.paired_step_ms.recent.sum_last(n) / steps,
+            )
+        })
     }
 
     /// Share of step time spent waiting for data over the last `n` steps that logged both.
@@ -503,11 +538,28 @@ impl RankState {
         (step > 0.0).then(|| self.paired_data_ms.recent.sum_last(n) / step)
     }
 
-    /// The run's mean step time: the training script's own running average where it prints
-    /// one (its measure may leave out warm-up steps the log never timed), else the mean of
-    /// the step times.
+    /// The run's figures, each printed figure weighing the steps it stands for (`coverage`).
+    pub fn run_figures(&self) -> super::coverage::Figures {
+        let median = |m: &Metric| m.run.quantile(0.5);
+        self.coverage.figures(
+            self.step_median_ms,
+            [
+                median(&self.samples_per_s),
+                median(&self.iters_per_s),
+                median(&self.tokens_per_s),
+                median(&self.tokens_per_gpu_s),
+            ],
+        )
+    }
+
+    /// The run's mean step time: each printed figure over the steps it stands for, from what
+    /// covers the most steps (`coverage`); else the training script's own running average,
+    /// else the mean of the step times.
     pub fn mean_step_ms(&self) -> Option<f64> {
-        self.logged_avg_step_ms
+        self.run_figures()
+            .step_ms
+            .map(|(ms, _)| ms)
+            .or(self.logged_avg_step_ms)
             .or_else(|| self.step_time_ms.run.mean())
     }
 

@@ -105,6 +105,30 @@ impl Timeline {
         };
     }
 
+    /// Whether a step line's time `ms` at `step`, logged at `time` after a boundary, holds
+    /// the pause, `usual` being the run's step: the line's excess over the usual, over all
+    /// the steps since the last timed line, comes to half the pause at least (the gap less
+    /// those steps' usual time). A framework whose clock restarts after the evaluation
+    /// (mmcv's) prints a line a little slow from the loader's restart, not the pause's; one
+    /// whose clock runs through it (Megatron's interval mean, nanoGPT's dt) holds it all.
+    /// Without the log's own times to tell, a line over `PAUSED` times the usual does.
+    pub fn holds_pause(
+        &self,
+        step: Option<u64>,
+        (t, real): (f64, bool),
+        ms: f64,
+        usual: f64,
+    ) -> bool {
+        let (Some(s), Some(p), Some(prev), true) =
+            (step, self.last_timed_step, self.last_time, real)
+        else {
+            return true;
+        };
+        let steps = s.saturating_sub(p).max(1) as f64;
+        let pause_ms = (t - prev) * 1000.0 - steps * usual;
+        (ms - usual) * steps >= 0.5 * pause_ms
+    }
+
     /// An eval, checkpoint or epoch end was logged.
     pub fn boundary(&mut self, kind: EventKind) {
         self.pending.get_or_insert(kind);

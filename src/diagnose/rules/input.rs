@@ -35,7 +35,7 @@ pub const DATA_LOADING_BOUND: Rule = Rule {
 fn data_bound(v: &View, share_at_least: f64, floor_ms: f64) -> Option<(f64, f64, f64)> {
     let share = v.data_share()?;
     let data = v.data_ms()?;
-    let step = v.step_mean()?;
+    let step = v.paired_step_ms()?;
     (share >= share_at_least && data >= floor_ms).then_some((share, data, step))
 }
 

@@ -66,9 +66,17 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     // A spike right after an eval, a checkpoint or an epoch end is that pause, logged inside
     // the step's time: eval_overhead's to name, not an outlier of training; so is the run's
     // first step (compilation, the loader's start).
-    let (mut total, mut extra, mut n, mut at_boundary) = (0.0, 0.0, 0, 0);
+    // A log that prints every hundredth step shows one step of each hundred: a spike among
+    // them is one slow step, weighed against the time of all the steps the lines stand for.
+    let covers = |i: usize| match (i.checked_sub(1).and_then(|j| marks[j].step), marks[i].step) {
+        (Some(before), Some(step)) if step > before => (step - before) as f64,
+        _ => 1.0,
+    };
+    let (mut total, mut extra, mut n, mut at_boundary, mut steps_seen) = (0.0, 0.0, 0, 0, 0.0);
     for (i, m) in marks.iter().enumerate() {
-        total += m.ms;
+        let w = covers(i);
+        total += m.ms * w;
+        steps_seen += w;
         if m.ms > limit && spike(i) {
             if m.after_pause() {
                 at_boundary += 1;
@@ -114,8 +122,13 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
         .graded(level, title)
         .why(|| {
             format!(
-                "{n} of the last {} steps over {limit:.0} ms (median {med:.0} ms, worst {worst:.0} ms): {} of their time is the spikes' excess",
+                "{n} of the last {} steps{} over {limit:.0} ms (median {med:.0} ms, worst {worst:.0} ms): {} of their time is the spikes' excess",
                 marks.len(),
+                if steps_seen > marks.len() as f64 {
+                    format!(" logged (of {steps_seen:.0} run)")
+                } else {
+                    String::new()
+                },
                 pct(share)
             )
         })

@@ -55,7 +55,7 @@ pub struct Feed {
 struct Repeat {
     rank: u32,
     step: u64,
-    figures: [Option<f64>; 7],
+    figures: [Option<f64>; 10],
 }
 
 /// Whether a line is a progress bar's: redrawn in place (`\r` inside it) or of a format that
@@ -78,19 +78,25 @@ fn redrawn(info: &LineInfo, raw: &[u8]) -> bool {
 }
 
 impl Repeat {
+    /// None for a record with none of these figures: a block's lines of one figure each
+    /// (OLMo's `optim/total_grad_norm=5.485` under `[step=10/1000]`) are no copies.
     fn of(rank: u32, s: &StepRecord) -> Option<Repeat> {
-        Some(Repeat {
+        let figures = [
+            s.step_time_ms,
+            s.data_time_ms,
+            s.loss,
+            s.lr,
+            s.grad_norm,
+            s.samples_per_s,
+            s.iters_per_s,
+            s.tokens_per_s,
+            s.elapsed_s,
+            s.avg_step_ms,
+        ];
+        figures.iter().any(Option::is_some).then_some(Repeat {
             rank,
             step: s.step?,
-            figures: [
-                s.step_time_ms,
-                s.data_time_ms,
-                s.loss,
-                s.lr,
-                s.samples_per_s,
-                s.elapsed_s,
-                s.avg_step_ms,
-            ],
+            figures,
         })
     }
 }

@@ -17,6 +17,7 @@ use crate::diagnose::{Alert, Diagnosis};
 use crate::input::ingest;
 use crate::input::ingest::Feed;
 use crate::input::recording;
+use crate::model::basis::MeanFrom;
 use crate::model::breakdown::{Breakdown, Over};
 use crate::model::ranks::RankSpread;
 use crate::model::run::{LossTrack, RankState};
@@ -477,6 +478,7 @@ impl Report {
         let cache = &m.cache;
         let f = &m.facts;
         let spread = m.rank_spread(SLOWEST_SHOWN);
+        let run = g.run_figures();
         Report {
             schema_version: SCHEMA_VERSION,
             sources: a
@@ -535,14 +537,24 @@ impl Report {
             }),
             data_time_ms: Quantiles::of(&g.data_time_ms.run),
             data_share: b.data_share,
-            samples_per_s: g.samples_per_s.run.quantile(0.5),
-            iters_per_s: g.iters_per_s.run.quantile(0.5),
-            tokens_per_s: g.tokens_per_s.run.quantile(0.5),
-            tokens_per_gpu_s: g.tokens_per_gpu_s.run.quantile(0.5),
+            // Steps over the time they took, each line over the steps it stands for; the
+            // median of the printed rates where no line stands for any (a single line).
+            samples_per_s: run.samples_per_s.or(g.samples_per_s.run.quantile(0.5)),
+            iters_per_s: run.iters_per_s.or(g.iters_per_s.run.quantile(0.5)),
+            tokens_per_s: run.tokens_per_s.or(g.tokens_per_s.run.quantile(0.5)),
+            tokens_per_gpu_s: run
+                .tokens_per_gpu_s
+                .or(g.tokens_per_gpu_s.run.quantile(0.5)),
             mfu_pct: g.mfu_pct,
             basis: m.basis.describe(
                 f,
-                g.logged_avg_step_ms.is_some(),
+                MeanFrom {
+                    source: run.step_ms.map(|(_, source)| source),
+                    covered: run.steps,
+                    timed: g.step_time_ms.run.count(),
+                    steps: g.last_step,
+                    last_average: g.logged_avg_step_ms.is_some(),
+                },
                 m.stages.run_data_ms.is_some(),
             ),
             stage_lines_dropped: m.stages.names_dropped,
@@ -710,6 +722,17 @@ fn reading_notes(feeds: &[Feed]) -> Vec<String> {
                  their step: one of its groups names the wrong figure"
             ));
         }
+    }
+    let repeated: u64 = feeds.iter().map(|f| f.stats.repeated).sum();
+    if let Some((feed, line)) = feeds
+        .iter()
+        .find_map(|f| Some((f, f.stats.first_repeated?)))
+    {
+        notes.push(format!(
+            "step lines printed twice, read once: {repeated} (the first: {}:{line}), a \
+             logger's copy beside the trainer's print",
+            feed.path
+        ));
     }
     // A few such lines are a smoothed step time beside one slow fetch (detectron2's first
     // iterations); many are a misreading worth a word.
