@@ -6,21 +6,22 @@ mod support;
 use serde_json::Value;
 
 fn report_json(path: &str) -> Value {
-    let out = support::steptop()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["report", "--format", "json", path])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    support::report_json(&[path])
+}
+
+/// The report's checklist item `id`.
+fn checklist_item<'a>(r: &'a Value, id: &str) -> &'a Value {
+    let items = r["checklist"].as_array().expect("a checklist");
+    items.iter().find(|c| c["id"] == id).expect("the item")
+}
+
+/// The report's alerts, active and cleared.
+fn alerts(r: &Value) -> &[Value] {
+    r["alerts"].as_array().map_or(&[], Vec::as_slice)
 }
 
 fn alert<'a>(r: &'a Value, rule: &str) -> Option<&'a Value> {
-    r["alerts"].as_array()?.iter().find(|a| a["rule"] == rule)
+    alerts(r).iter().find(|a| a["rule"] == rule)
 }
 
 /// mmseg's PSPNet (fixtures/wild/mmengine-mmseg-pspnet-iter) logs every 100th iteration and
@@ -109,12 +110,7 @@ fn without_gpu_readings_a_run_is_not_data_bound_not_gpu_bound() {
         !actions.contains("cuda") && !actions.contains("TF32"),
         "no GPU advice for a GPU not read: {actions}"
     );
-    let data = r["checklist"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["id"] == "data_time")
-        .unwrap();
+    let data = checklist_item(&r, "data_time");
     assert_eq!(data["status"], "pass", "{data:#}");
 }
 
@@ -146,18 +142,7 @@ fn a_pattern_that_reads_impossible_figures_or_nothing_is_named() {
         path
     };
     let run = |cfg: &std::path::Path| -> Value {
-        let out = support::steptop()
-            .args(["report", "--format", "json", "--config"])
-            .arg(cfg)
-            .arg(&log)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        support::report_json(&[std::path::Path::new("--config"), cfg, &log])
     };
     let wrong = config(
         "mine",
@@ -194,9 +179,7 @@ fn a_pattern_that_reads_impossible_figures_or_nothing_is_named() {
 #[test]
 fn the_warm_up_is_not_judged_as_the_run() {
     let r = report_json("fixtures/wild/detectron2-voc-c4-3gpu/log.txt");
-    let rules: Vec<&str> = r["alerts"]
-        .as_array()
-        .unwrap()
+    let rules: Vec<&str> = alerts(&r)
         .iter()
         .filter_map(|a| a["rule"].as_str())
         .collect();
@@ -243,12 +226,7 @@ fn a_log_that_samples_steps_is_judged_by_the_averages_it_prints() {
         "{}",
         r["reading_notes"]
     );
-    let data = r["checklist"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "data_time")
-        .unwrap();
+    let data = checklist_item(&r, "data_time");
     assert_eq!(data["status"], "pass", "{data}");
 }
 
@@ -276,9 +254,7 @@ fn a_loader_restart_is_no_verdict_on_the_run() {
 #[test]
 fn another_loops_lines_are_no_verdict_on_the_training() {
     let r = report_json("fixtures/wild/multi-dino-pretrain-then-linear");
-    let active: Vec<&Value> = r["alerts"]
-        .as_array()
-        .unwrap()
+    let active: Vec<&Value> = alerts(&r)
         .iter()
         .filter(|a| a["cleared_step"].is_null())
         .collect();

@@ -73,8 +73,8 @@ impl Model {
         }
         .filter(|s| *s <= 1.0 + 1e-9);
         logged.or_else(|| {
-            let step = self.step_ms(Over::Run)?;
             let data = self.stages.run_data_ms?;
+            let step = self.step_ms(Over::Run)?;
             (step > 0.0).then(|| (data / step).min(1.0))
         })
     }

@@ -24,6 +24,9 @@ pub struct StepMark {
     /// The run's first timed step: its time holds the start (compilation, the loader's
     /// first batches), not a step like the others.
     pub first: bool,
+    /// The steps it stands for: those since the mark before (a log that prints every
+    /// hundredth step shows one step of each hundred).
+    pub covers: f64,
 }
 
 impl StepMark {
@@ -60,6 +63,10 @@ pub struct Timeline {
     /// every step whether any mark is over its limit; this answers without a pass over them.
     peaks: VecDeque<(u64, f64)>,
     pushed: u64,
+    /// The marks' step times each times the steps it stands for, and those steps: kept as
+    /// marks come and go (a rule weighs spikes against them at every step), summed anew with
+    /// the spread.
+    covered: (f64, f64),
     pub pauses: Pauses,
     /// Log time of the first and the last step with a real time: the wall time they span.
     pub first_time: Option<f64>,
@@ -189,11 +196,17 @@ impl Timeline {
             self.last_timed_step = step.or(self.last_timed_step);
         }
         if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
+            let covers = match (self.marks.back().and_then(|m| m.step), step) {
+                (Some(before), Some(step)) if step > before => (step - before) as f64,
+                _ => 1.0,
+            };
             let mut replaced = None;
             if self.marks.len() == MARKS_KEPT
                 && let Some(old) = self.marks.pop_front()
             {
                 replaced = Some(old.ms);
+                self.covered.0 -= old.ms * old.covers;
+                self.covered.1 -= old.covers;
                 let gone = self.pushed - MARKS_KEPT as u64;
                 if self.peaks.front().is_some_and(|p| p.0 == gone) {
                     self.peaks.pop_front();
@@ -209,7 +222,10 @@ impl Timeline {
                 ms,
                 after,
                 first,
+                covers,
             });
+            self.covered.0 += ms * covers;
+            self.covered.1 += covers;
             match replaced {
                 Some(old) => self.ordered.replace(old, ms),
                 None => self.ordered.insert(ms),
@@ -217,6 +233,10 @@ impl Timeline {
             self.pushed += 1;
             if self.pushed < SPREAD_EVERY || self.pushed.is_multiple_of(SPREAD_EVERY) {
                 self.spread = self.ordered.spread();
+                self.covered = self
+                    .marks
+                    .iter()
+                    .fold((0.0, 0.0), |(t, n), m| (t + m.ms * m.covers, n + m.covers));
             }
         }
     }
@@ -232,6 +252,11 @@ impl Timeline {
     /// The longest step time among the marks, in ms.
     pub fn longest_ms(&self) -> Option<f64> {
         self.peaks.front().map(|p| p.1)
+    }
+
+    /// The marks' time, each weighing the steps it stands for, and those steps.
+    pub fn covered(&self) -> (f64, f64) {
+        self.covered
     }
 
     /// Wall time spanned by the steps with a real time, in seconds.
@@ -344,6 +369,31 @@ mod tests {
         assert_eq!(t.marks[4].after, Some(EventKind::Eval));
         assert_eq!(t.wall_s(), Some(34.0));
         assert_eq!(t.step_clock, Some(Some(7.0)));
+    }
+
+    /// The marks' time weighed by the steps each stands for is kept as marks come and go:
+    /// what a sum over the marks kept gives, a line every ten steps standing for ten.
+    #[test]
+    fn the_covered_time_is_the_marks_weighed_by_their_steps() {
+        let mut t = Timeline::default();
+        for i in 0..(3 * MARKS_KEPT as u64 + 7) {
+            let ms = 100.0 + (i % 23) as f64 * 0.25;
+            t.step(
+                Some(i * 10),
+                (i as f64, true),
+                Some(ms),
+                || None,
+                (None, true),
+            );
+            let (sum, steps) = t
+                .marks
+                .iter()
+                .fold((0.0, 0.0), |(s, n), m| (s + m.ms * m.covers, n + m.covers));
+            let (kept_sum, kept_steps) = t.covered();
+            assert!((kept_sum - sum).abs() < 1e-6 * sum, "step {i}");
+            assert_eq!(kept_steps, steps, "step {i}");
+        }
+        assert_eq!(t.covered().1, 10.0 * MARKS_KEPT as f64);
     }
 
     #[test]

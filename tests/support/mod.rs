@@ -406,6 +406,21 @@ pub fn steptop() -> Command {
     c
 }
 
+/// `steptop report --format json` over `args` (inputs and flags), asserting that it
+/// succeeds: the report as JSON.
+#[allow(dead_code)]
+pub fn report_json<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> serde_json::Value {
+    let out = steptop()
+        .args(["report", "--format", "json"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("steptop runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
 /// CPU seconds (user + system) process `pid` has used, from /proc/PID/stat.
 #[allow(dead_code)]
 pub fn cpu_seconds(pid: u32) -> f64 {

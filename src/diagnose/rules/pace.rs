@@ -68,15 +68,9 @@ fn step_spikes(v: &View, k: &Knobs) -> Option<Finding> {
     // first step (compilation, the loader's start).
     // A log that prints every hundredth step shows one step of each hundred: a spike among
     // them is one slow step, weighed against the time of all the steps the lines stand for.
-    let covers = |i: usize| match (i.checked_sub(1).and_then(|j| marks[j].step), marks[i].step) {
-        (Some(before), Some(step)) if step > before => (step - before) as f64,
-        _ => 1.0,
-    };
-    let (mut total, mut extra, mut n, mut at_boundary, mut steps_seen) = (0.0, 0.0, 0, 0, 0.0);
+    let (total, steps_seen) = v.m.timeline.covered();
+    let (mut extra, mut n, mut at_boundary) = (0.0, 0, 0);
     for (i, m) in marks.iter().enumerate() {
-        let w = covers(i);
-        total += m.ms * w;
-        steps_seen += w;
         if m.ms > limit && spike(i) {
             if m.after_pause() {
                 at_boundary += 1;

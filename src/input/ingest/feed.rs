@@ -309,7 +309,8 @@ impl Feed {
         arrival: Option<f64>,
     ) -> Stamp {
         let refused = self.admit(info, records);
-        let redraws = redrawn(info, raw);
+        // Only a step line can be a copy: the others are not looked at.
+        let redraws = records.iter().any(|r| matches!(r, Record::Step(_))) && redrawn(info, raw);
         info.data_over_step = records.iter().any(data_over_step);
         let stamp = self.open(line_no, raw, shape, info, refused, records.len(), arrival);
         for (i, rec) in records.iter_mut().enumerate() {

@@ -463,12 +463,15 @@ mod median_tests {
                 run: None,
             },
         ];
-        let outs: Vec<RunOut> = inputs
-            .iter()
-            .zip([&a, &b])
-            .map(|(i, v)| run_out(i, v))
-            .collect();
-        let changes = figure_changes(&a, &b, "workers2", Noise::between(&outs[0], &outs[1]));
+        let changes_of = |a: &Value, b: &Value| {
+            let outs: Vec<RunOut> = inputs
+                .iter()
+                .zip([a, b])
+                .map(|(i, v)| run_out(i, v))
+                .collect();
+            figure_changes(a, b, "workers2", Noise::between(&outs[0], &outs[1]))
+        };
+        let changes = changes_of(&a, &b);
         let verdict = |figure: &str| {
             changes
                 .iter()
@@ -481,12 +484,7 @@ mod median_tests {
         assert_eq!(verdict("step_time_ms.p95"), Some(false));
         // Ten steps each: the same halving is within the median's noise, on both rows.
         let (a, b) = (run(83.5, 200.0, 10, 11.9), run(60.0, 200.0, 10, 16.0));
-        let outs: Vec<RunOut> = inputs
-            .iter()
-            .zip([&a, &b])
-            .map(|(i, v)| run_out(i, v))
-            .collect();
-        let changes = figure_changes(&a, &b, "workers2", Noise::between(&outs[0], &outs[1]));
+        let changes = changes_of(&a, &b);
         assert!(changes.iter().all(|c| !c.significant), "{changes:?}");
     }
 }
