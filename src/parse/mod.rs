@@ -18,6 +18,7 @@ mod shape;
 mod stats;
 mod trace;
 pub mod user;
+pub mod vocabulary;
 
 use std::sync::Arc;
 
@@ -406,7 +407,7 @@ fn launcher_host(p: &str) -> Option<&str> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
         && host.bytes().any(|b| b == b'-' || b.is_ascii_digit())
-        && kv::lookup(host).is_none();
+        && vocabulary::lookup(host).is_none();
     hostlike.then_some(rest)
 }
 
@@ -600,7 +601,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         // A dataclass or namespace printed whole (`TrainConfig(run_name='x', model=
         // ModelConfig(max_sequence_length=4096), global_train_batch_size=512)`): its settings.
         kv::assignments(p, &mut |key, value| {
-            if let Some(fact) = kv::lookup(key).and_then(|f| kv::config_fact(f, key, value))
+            if let Some(fact) = vocabulary::lookup(key).and_then(|f| kv::config_fact(f, key, value))
                 && (ctx.section != Section::Eval || !fact.is_loader_setting())
             {
                 out.push(Record::Config(fact));
@@ -617,7 +618,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         let evaluation = evaluation_key(key);
         evaluated |= evaluation;
         only_evaluated &= evaluation;
-        let Some(field) = kv::lookup(key) else {
+        let Some(field) = vocabulary::lookup(key) else {
             return;
         };
         if kv::apply_cache(field, value, &mut cache) {
@@ -631,16 +632,16 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
             facts += 1;
         }
         if kv::apply(field, value, &mut rec, &mut seen) {
-            let step = field == kv::Field::Step;
+            let step = field == vocabulary::Field::Step;
             let measure = matches!(
                 field,
-                kv::Field::StepTime(_)
-                    | kv::Field::DataTime(_)
-                    | kv::Field::TimePerStep
-                    | kv::Field::SamplesPerS
-                    | kv::Field::ItersPerS
-                    | kv::Field::Loss(_)
-                    | kv::Field::TokensPerS
+                vocabulary::Field::StepTime(_)
+                    | vocabulary::Field::DataTime(_)
+                    | vocabulary::Field::TimePerStep
+                    | vocabulary::Field::SamplesPerS
+                    | vocabulary::Field::ItersPerS
+                    | vocabulary::Field::Loss(_)
+                    | vocabulary::Field::TokensPerS
             );
             core |= step || measure;
             measured |= measure;
@@ -724,7 +725,7 @@ fn step_timer(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let mut rec = StepRecord::default();
     let mut seen = kv::Collected::default();
     kv::apply(
-        kv::Field::StepTime(num::Unit::S),
+        vocabulary::Field::StepTime(num::Unit::S),
         value,
         &mut rec,
         &mut seen,
@@ -768,7 +769,7 @@ fn printed_object(p: &str) -> bool {
 /// Reads every recognised pair of `s` into `rec`.
 pub(crate) fn read_pairs(s: &str, rec: &mut StepRecord, seen: &mut kv::Collected) {
     kv::pairs(s, &mut |key, value| {
-        if let Some(field) = kv::lookup(key) {
+        if let Some(field) = vocabulary::lookup(key) {
             kv::apply(field, value, rec, seen);
         }
     });

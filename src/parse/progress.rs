@@ -3,7 +3,9 @@
 
 use super::record::{Counter, EventKind, Format, Record, Smoothing, StepRecord};
 use super::trace::{self, Kind, Val};
-use super::{Context, dispatch, events, kv, num, prefix, push_event, push_step, read_pairs};
+use super::{
+    Context, dispatch, events, kv, num, prefix, push_event, push_step, read_pairs, vocabulary,
+};
 
 /// Lines starting with `Epoch `: a Lightning bar, a Lightning rich bar, Keras's epoch header,
 /// or a Lightning checkpoint message.
@@ -289,7 +291,7 @@ fn bar(
 fn rate_into(rate: &str, rec: &mut StepRecord) {
     let mut seen = kv::Collected::default();
     if let Some((_, _, suffix)) = num::number_unit(rate)
-        && let Some(field) = kv::field_of(suffix.trim_start_matches(['k', 'K', 'M']))
+        && let Some(field) = vocabulary::field_of(suffix.trim_start_matches(['k', 'K', 'M']))
     {
         kv::apply(field, rate, rec, &mut seen);
     }

@@ -4,8 +4,9 @@
 //! whole job; `train_batch_size = 2048 * 24 * 8 # tokens per step` is tokens. Products of
 //! integers are worked out; the comment says what the number counts.
 
-use super::kv::{self, Field};
+use super::kv;
 use super::record::{ConfigFact, Format, Record};
+use super::vocabulary::{self, Field};
 
 /// An assignment of a product of integers: `name [: type] = 8 * 64 [# comment]`.
 struct Assignment<'a> {
@@ -76,7 +77,7 @@ pub fn facts(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         return Some(Format::KeyValue);
     }
     let comment = a.comment.to_ascii_lowercase();
-    let field = kv::lookup(name)?;
+    let field = vocabulary::lookup(name)?;
     let batch = matches!(field, Field::BatchSize | Field::GlobalBatch);
     let value = u32::try_from(a.value).ok();
     let in_tokens = a.longest >= 256 && a.factors >= 2 && a.value >= 65_536;

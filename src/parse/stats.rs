@@ -3,7 +3,7 @@
 //! (`[Step 100] Memory - Process: 15678.9MB (6.1%), System: 125.4/256.0GB (49.0%)`).
 
 use super::record::{CacheRecord, Format, HostMemRecord, Record, StageRecord, StepRecord};
-use super::{Context, kv, labels, num, push_step, read_pairs};
+use super::{Context, kv, labels, num, push_step, read_pairs, vocabulary};
 
 /// Lines starting with `[`: a timing block header (`[Step 100]`, `[Step 100] Forward timing:`),
 /// a line of a block that names its step on every line (`[Step 100] VRT Stage1 : 10.2ms`), a
@@ -89,7 +89,7 @@ fn cache_pairs(rest: &str, out: &mut Vec<Record>) -> Option<Format> {
     kv::pairs(rest, &mut |key, value| {
         if key.eq_ignore_ascii_case("items") || key.eq_ignore_ascii_case("size") {
             rec.items = num::integer(value);
-        } else if let Some(field) = kv::lookup(key) {
+        } else if let Some(field) = vocabulary::lookup(key) {
             kv::apply_cache(field, value, &mut rec);
         }
     });

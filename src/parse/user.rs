@@ -3,9 +3,10 @@
 
 use regex::Regex;
 
-use super::kv::{self, Field};
+use super::kv;
 use super::num::Unit;
 use super::record::{CacheRecord, Record, StageRecord, StepRecord};
+use super::vocabulary::Field;
 
 /// A compiled pattern and what each of its groups fills.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 //! mmengine, detectron2 and fairseq.
 
 use crate::parse::record::{EventKind, Format, Record, StepRecord, SummaryRecord};
-use crate::parse::{eval, kv, num, push_event, push_step};
+use crate::parse::{eval, kv, num, push_event, push_step, vocabulary};
 
 /// A `{...}` line: a step, an eval, a run summary or config, by its keys.
 pub fn dict_line(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option<Format> {
@@ -50,7 +50,7 @@ pub fn dict_line(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option
             "iteration" => format = Format::Detectron2,
             _ => {}
         }
-        let Some(field) = kv::lookup(key) else {
+        let Some(field) = vocabulary::lookup(key) else {
             return;
         };
         if let Some(fact) = kv::config_fact(field, key, value) {

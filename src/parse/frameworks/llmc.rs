@@ -9,7 +9,7 @@
 
 use crate::parse::num::{self, Unit};
 use crate::parse::record::{Format, Record, StepRecord};
-use crate::parse::{eval, kv, push_step, read_pairs};
+use crate::parse::{eval, kv, push_step, read_pairs, vocabulary};
 
 /// `step N[/T] | ...` with the figures in `|`-separated fields.
 pub fn llm_step(p: &str, out: &mut Vec<Record>) -> Option<Format> {
@@ -32,14 +32,19 @@ pub fn llm_step(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     for field in rest.split(['|', '(', ')']) {
         let f = field.trim();
         if let Some(dt) = f.strip_prefix("dt:") {
-            kv::apply(kv::Field::StepTime(Unit::S), dt, &mut rec, &mut seen);
+            kv::apply(
+                vocabulary::Field::StepTime(Unit::S),
+                dt,
+                &mut rec,
+                &mut seen,
+            );
         } else if let Some((v, unit)) = bare_time(f) {
             rec.step_time_ms = num::to_ms(v, unit, Unit::Ms);
             seen.fields += 1;
         } else if f.ends_with("MFU") {
-            kv::apply(kv::Field::Mfu, f, &mut rec, &mut seen);
+            kv::apply(vocabulary::Field::Mfu, f, &mut rec, &mut seen);
         } else if let Some((key, value)) = f.split_once(' ')
-            && let Some(field) = kv::lookup(key)
+            && let Some(field) = vocabulary::lookup(key)
         {
             // `loss     nan`: llm.c pads a value to its column; the padding is no separator.
             kv::apply(field, value.trim_start(), &mut rec, &mut seen);
@@ -77,7 +82,7 @@ pub fn llmc_file(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         ..StepRecord::default()
     };
     let mut seen = kv::Collected::default();
-    kv::apply(kv::Field::Loss(4), loss, &mut rec, &mut seen);
+    kv::apply(vocabulary::Field::Loss(4), loss, &mut rec, &mut seen);
     read_pairs(
         rest.split_once(' ').map_or("", |(_, r)| r),
         &mut rec,

@@ -7,7 +7,7 @@
 //! epoch.
 
 use crate::parse::record::{Counter, Format, Record, StepRecord};
-use crate::parse::{kv, num, push_step, read_pairs};
+use crate::parse::{kv, num, push_step, read_pairs, vocabulary};
 
 pub fn meters(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let rest = p.strip_prefix("Epoch:")?.trim_start();
@@ -38,7 +38,7 @@ pub fn meters(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         // ProgressMeter: `Time  0.412 ( 0.520)`, one meter a tab, its label and value apart.
         for meter in rest.split('\t') {
             if let Some((label, value)) = meter.trim().split_once(char::is_whitespace)
-                && let Some(field) = kv::lookup(label)
+                && let Some(field) = vocabulary::lookup(label)
             {
                 let value = value.trim_start();
                 kv::apply(field, value, &mut rec, &mut seen);
@@ -50,11 +50,11 @@ pub fn meters(p: &str, out: &mut Vec<Record>) -> Option<Format> {
                     num::number_unit(avg.trim()).map(|(v, unit, _)| (v, unit))
                 };
                 match field {
-                    kv::Field::StepTime(default) => {
+                    vocabulary::Field::StepTime(default) => {
                         rec.avg_step_ms =
                             average().and_then(|(v, unit)| num::to_ms(v, unit, default));
                     }
-                    kv::Field::DataTime(default) => {
+                    vocabulary::Field::DataTime(default) => {
                         rec.avg_data_ms =
                             average().and_then(|(v, unit)| num::to_ms(v, unit, default));
                     }

@@ -4,7 +4,7 @@
 //! restart each epoch): both are taken, the averages covering the epoch's batches so far.
 
 use crate::parse::record::{Counter, Format, Record, StepRecord};
-use crate::parse::{kv, num, push_step};
+use crate::parse::{kv, num, push_step, vocabulary};
 
 /// The fields are found by their labels: the generic scanner would mix current and average.
 pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
@@ -26,10 +26,15 @@ pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
             .map(|at| rest[at + label.len()..].trim_start())
     };
     if let Some(v) = after("Loss:") {
-        kv::apply(kv::Field::Loss(4), v, &mut rec, &mut seen);
+        kv::apply(vocabulary::Field::Loss(4), v, &mut rec, &mut seen);
     }
     if let Some(v) = after("Time:") {
-        kv::apply(kv::Field::StepTime(num::Unit::S), v, &mut rec, &mut seen);
+        kv::apply(
+            vocabulary::Field::StepTime(num::Unit::S),
+            v,
+            &mut rec,
+            &mut seen,
+        );
         if let Some((_, rate)) = v.split_once(',') {
             rec.samples_per_s = num::number(rate);
         }
@@ -40,10 +45,15 @@ pub fn timm(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         }
     }
     if let Some(v) = after("LR:") {
-        kv::apply(kv::Field::Lr, v, &mut rec, &mut seen);
+        kv::apply(vocabulary::Field::Lr, v, &mut rec, &mut seen);
     }
     if let Some(v) = after("Data:") {
-        kv::apply(kv::Field::DataTime(num::Unit::S), v, &mut rec, &mut seen);
+        kv::apply(
+            vocabulary::Field::DataTime(num::Unit::S),
+            v,
+            &mut rec,
+            &mut seen,
+        );
         rec.avg_data_ms = bracketed(v).and_then(num::number).map(|s| s * 1000.0);
     }
     if rec.avg_step_ms.is_some() {

@@ -1,0 +1,299 @@
+//! What the words of a log line mean: for each figure (the step and its total, a step's time,
+//! an interval's, an average's, the time so far, the data wait, a throughput and what it
+//! counts, the training loss, the learning rate, memory, the batch, the job's settings), the
+//! keys and words frameworks and hand-written loops print for it, in English and Chinese, in
+//! one table (`field_of`) to extend. The generic readers (key/value pairs, progress bars,
+//! bracketed counters, metric names) all consult it; a framework's own file is left only for
+//! what no word can say.
+
+use super::num::Unit;
+
+/// What a key names. Times and memory carry the unit a bare number is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Step,
+    Total,
+    /// The planned number of steps, from a step line or a config dump.
+    TotalSteps,
+    Epoch,
+    StepTime(Unit),
+    /// Training time so far: `train_time:98412ms`, `elapsed: 0:41:07`.
+    Elapsed(Unit),
+    /// The step time averaged since the start: `step_avg:231.55ms`.
+    AvgStepTime(Unit),
+    DataTime(Unit),
+    /// `11ms/step`, `2.83s/it`: the unit is in the value.
+    TimePerStep,
+    SamplesPerS,
+    ItersPerS,
+    BatchSize,
+    GlobalBatch,
+    GradAccum,
+    SeqLen,
+    TokensPerStep,
+    /// Loss, with a rank: `loss` beats `train_loss` beats `loss_step`.
+    Loss(u8),
+    Lr,
+    GradNorm,
+    LossScale,
+    TokensPerS,
+    /// Tokens per second of one GPU: `tgs` (tokens per GPU per second).
+    TokensPerGpuS,
+    Mfu,
+    Memory(Unit),
+    Eta,
+    NumWorkers,
+    PinMemory,
+    AmpDtype,
+    GradientCheckpointing,
+    CudnnBenchmark,
+    WorldSize,
+    /// A list or range of GPU ids: its length is the world size.
+    GpuIds,
+    Nodes,
+    GpusPerNode,
+    /// Cache counters printed as pairs: `hits=8245 misses=1755 hit_rate=0.82`.
+    CacheHits,
+    CacheMisses,
+    CacheHitRate,
+}
+
+/// Maps a key to its field; a key with words before it (`[train] step`, `INFO loss`) falls back
+/// to its last word.
+pub fn lookup(key: &str) -> Option<Field> {
+    field_of(key).or_else(|| namespaced(key)).or_else(|| {
+        // `update batch_size to 8`, `set num_workers to 4`: the word before `to`.
+        if let Some(phrase) = key.strip_suffix(" to") {
+            return lookup(phrase.rsplit(' ').next()?).filter(|f| !matches!(f, Field::Step));
+        }
+        let last = key.rsplit([' ', '(', '[', '{']).next()?;
+        if last.len() == key.len() {
+            return None;
+        }
+        let field = field_of(last)?;
+        // `Training time=1.25s`, `Generate time=2.92s`: a part of the step, not the step
+        // (an RLHF step is generation, then training).
+        if matches!(field, Field::StepTime(_)) && names_a_phase(&key[..key.len() - last.len()]) {
+            return None;
+        }
+        Some(field)
+    })
+}
+
+/// A logger's namespaced key (`train/CrossEntropyLoss`, `throughput/device/tokens_per_second`,
+/// `optim/total_grad_norm`): its last part, a device's tokens per GPU.
+fn namespaced(key: &str) -> Option<Field> {
+    let (space, last) = key.rsplit_once('/')?;
+    // `s/epoch`, `img/s`: a rate's unit, not a namespace.
+    if space.len() < 3 || last.len() < 3 {
+        return None;
+    }
+    let field = match last.to_ascii_lowercase().as_str() {
+        "crossentropyloss" | "ce_loss" => Field::Loss(3),
+        "batches_per_second" | "steps_per_second" => Field::ItersPerS,
+        "total_grad_norm" => Field::GradNorm,
+        _ => field_of(last)?,
+    };
+    Some(match field {
+        Field::TokensPerS if space.split('/').any(|s| s == "device" || s == "gpu") => {
+            Field::TokensPerGpuS
+        }
+        // Running totals (`throughput/total_tokens`) and others: not a step's figure.
+        Field::Step | Field::Total | Field::Epoch => return None,
+        f => f,
+    })
+}
+
+/// Words before `time` that make it one phase's time.
+fn names_a_phase(words: &str) -> bool {
+    const PHASES: &[&str] = &[
+        "train",
+        "training",
+        "generate",
+        "generation",
+        "gen",
+        "rollout",
+        "forward",
+        "fwd",
+        "backward",
+        "bwd",
+        "optimizer",
+        "optim",
+        "gather",
+        "eval",
+        "evaluation",
+        "inference",
+        "others",
+        "other",
+        "update",
+        "reward",
+        "ref",
+        "critic",
+        "actor",
+    ];
+    words
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| PHASES.iter().any(|p| w.eq_ignore_ascii_case(p)))
+}
+
+/// Maps a key as frameworks print it to the figure it names.
+pub fn field_of(key: &str) -> Option<Field> {
+    let mut buf = [0u8; 72];
+    let raw = key.as_bytes();
+    if raw.len() > buf.len() {
+        return None;
+    }
+    for (dst, &c) in buf.iter_mut().zip(raw) {
+        *dst = match c {
+            b' ' | b'-' => b'_',
+            c => c.to_ascii_lowercase(),
+        };
+    }
+    use Field::*;
+    Some(match &buf[..raw.len()] {
+        b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it"
+        | b"batch_index" | b"batch_idx" => Step,
+        b"total" => Total,
+        b"total_steps"
+        | b"max_steps"
+        | b"total_optimization_steps"
+        | b"train_iters"
+        | b"max_iters"
+        | b"max_iter"
+        | b"total_iters"
+        | b"num_training_steps"
+        | b"num_iterations"
+        | b"train_steps" => TotalSteps,
+        b"epoch" | b"ep" => Epoch,
+        b"time" | b"step_time" | b"batch_time" | b"iter_time" => StepTime(Unit::S),
+        b"train_time" | b"elapsed" | b"elapsed_time" | b"time_elapsed" | b"training_time"
+        | b"wall" | b"total_time" => Elapsed(Unit::S),
+        b"step_avg" | b"avg_step_time" | b"avg_time" | b"time_avg" | b"avg_iter_time"
+        | b"step_time_avg" => AvgStepTime(Unit::S),
+        b"elapsed_time_per_iteration_(ms)" | b"step_time_ms" | b"iter_time_ms" | b"time_ms" => {
+            StepTime(Unit::Ms)
+        }
+        b"elapsed_time_per_iteration_ms" => StepTime(Unit::Ms),
+        // DeepSpeed-Chat's whole RLHF step: generation and training; verl's.
+        b"e2e_latency" | b"e2e_time" | b"e2e_step_time" | b"timing_s/step"
+        | b"perf/time_per_step" => StepTime(Unit::S),
+        // verl: tokens over the step's time and the GPUs.
+        b"perf/throughput" => TokensPerGpuS,
+        b"iter_time_(s)" | b"step_time_s" => StepTime(Unit::S),
+        b"data_time" | b"data" | b"data_load_time" | b"dataload_time" | b"dataloader_time" => {
+            DataTime(Unit::S)
+        }
+        b"data_time_ms" | b"data_ms" => DataTime(Unit::Ms),
+        b"s/it" | b"ms/step" | b"s/step" | b"us/step" | b"ms/it" => TimePerStep,
+        b"samples/s"
+        | b"samples/sec"
+        | b"samples_per_second"
+        | b"samples_per_sec"
+        | b"samples_per_s"
+        | b"samples/second"
+        | b"samples_per_second_per_gpu"
+        | b"sps"
+        | b"currsamplespersec"
+        | b"cursamplespersec"
+        | b"samplespersec"
+        | b"samples_per_second_(s)"
+        | b"img/s"
+        | b"images/s"
+        | b"imgs/s"
+        | b"throughput" => SamplesPerS,
+        b"it/s" | b"iters/s" | b"iter/s" | b"steps/s" | b"steps_per_second" | b"ups" => ItersPerS,
+        b"batch_size"
+        | b"bs"
+        | b"bsz"
+        | b"batch"
+        | b"per_device_train_batch_size"
+        | b"instantaneous_batch_size_per_device"
+        | b"micro_batch_size"
+        | b"micro_batch_size_b"
+        | b"device_train_batch_size"
+        | b"batch_size_per_gpu"
+        | b"batch_size_per_device"
+        | b"train_micro_batch_size_per_gpu"
+        // mmcv's config dump: images per GPU.
+        | b"samples_per_gpu"
+        | b"imgs_per_gpu" => BatchSize,
+        // Whole-job batches: detectron2's images per step over all GPUs, DeepSpeed's
+        // `train_batch_size`, Hugging Face's header.
+        b"global_batch_size"
+        | b"global_train_batch_size"
+        | b"ims_per_batch"
+        | b"train_batch_size"
+        | b"total_batch_size"
+        | b"effective_batch_size"
+        | b"total_train_batch_size"
+        | b"total_train_batch_size_(w._parallel,_distributed_&_accumulation)" => GlobalBatch,
+        b"gradient_accumulation_steps"
+        | b"gradient_accumulation"
+        | b"grad_accum"
+        | b"grad_accum_steps"
+        | b"accumulation_steps"
+        | b"accum_steps" => GradAccum,
+        b"seq_length" | b"seq_len" | b"sequence_length" | b"max_seq_length" | b"max_seq_len"
+        | b"train_seq_len" | b"train_max_seq_len" | b"block_size" | b"context_length"
+        | b"sequence_length_t" => SeqLen,
+        b"tokens_per_iteration_will_be"
+        | b"tokens_per_iteration"
+        | b"tokens_per_step"
+        | b"tokens_per_batch"
+        | b"total_desired_batch_size" => TokensPerStep,
+        b"loss" => Loss(4),
+        b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value"
+        // RLHF: the actor's (policy) loss is the one trained.
+        | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss" => Loss(3),
+        b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
+        b"lr" | b"learning_rate" | b"learning_rate_(lr)" => Lr,
+        b"grad_norm" | b"gnorm" | b"gradient_norm" | b"grad_norm_total" => GradNorm,
+        b"loss_scale" | b"scale" | b"loss_scaler" => LossScale,
+        b"tokens_per_sec"
+        | b"tokens/s"
+        | b"tps"
+        | b"wps"
+        | b"tokens_per_second"
+        | b"tok/s"
+        | b"tok/sec"
+        | b"tokens/sec" => TokensPerS,
+        b"tgs" | b"tokens_per_gpu_per_second_tgs" | b"tokens_per_gpu_per_second_(tgs)" => {
+            TokensPerGpuS
+        }
+        b"mfu" | b"mfu_%" | b"mfu(%)" => Mfu,
+        b"memory" | b"mem" | b"max_mem" | b"gpu_mem" | b"max_memory" | b"memory_mb" => {
+            Memory(Unit::MiB)
+        }
+        b"maxmemallocated" | b"memory_gb" | b"mem_gb" => Memory(Unit::GiB),
+        b"eta" => Eta,
+        b"num_workers"
+        | b"workers"
+        | b"dataloader_num_workers"
+        | b"num_data_workers"
+        | b"workers_per_gpu" => NumWorkers,
+        b"pin_memory" | b"dataloader_pin_memory" => PinMemory,
+        b"amp_dtype" | b"mixed_precision" | b"precision" | b"dtype" | b"autocast_dtype" => AmpDtype,
+        b"fp16" | b"bf16" | b"amp" => AmpDtype,
+        b"gradient_checkpointing"
+        | b"grad_checkpointing"
+        | b"activation_checkpointing"
+        | b"use_checkpoint"
+        | b"checkpoint_activations" => GradientCheckpointing,
+        b"cudnn.benchmark"
+        | b"cudnn_benchmark"
+        | b"torch.backends.cudnn.benchmark"
+        | b"benchmark" => CudnnBenchmark,
+        b"world_size" | b"nproc" | b"num_gpus" | b"ngpus" | b"gpus" | b"num_processes"
+        | b"gpu_number" => WorldSize,
+        b"nnodes" | b"num_nodes" | b"trainer.nnodes" => Nodes,
+        b"n_gpus_per_node" | b"nproc_per_node" | b"gpus_per_node" | b"trainer.n_gpus_per_node" => {
+            GpusPerNode
+        }
+        // mmcv's config: `gpu_ids = range(0, 2)`, `gpu_ids = [0, 1]`.
+        b"gpu_ids" => GpuIds,
+        b"hits" | b"cache_hits" => CacheHits,
+        b"misses" | b"cache_misses" => CacheMisses,
+        b"hit_rate" | b"cache_hit_rate" | b"hitrate" => CacheHitRate,
+        _ => return None,
+    })
+}
