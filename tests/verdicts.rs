@@ -361,3 +361,37 @@ fn the_html_report_draws_the_whole_step_and_marks_the_pauses() {
     // 20 evaluations and 10 checkpoints (two of them with an evaluation), on two charts.
     assert!(pauses >= 2 * 20, "{pauses} pause marks");
 }
+
+/// A log without timestamps that prints every hundredth step (`time=0.41s` each) and its
+/// memory monitor every thousand (`[Step 8000] Memory - Process: 27545.6MB (10.5%), System:
+/// 233.5/256.0GB (91.2%)`, the seeds' shape): the clock the trend is measured on is the
+/// steps' own, a hundred steps a line. The machine's use grows 10 GiB a thousand steps, 410 s:
+/// about 1500 MiB a minute, so the 26 GiB left at step 8000 last about 18 minutes, not none.
+#[test]
+fn memory_trends_run_on_the_time_of_all_the_steps_a_line_stands_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    let mut text = String::new();
+    for s in (100..=8000).step_by(100) {
+        text += &format!("[Step {s}] loss=2.31 | lr=1e-4 | time=0.41s\n");
+        if s % 1000 == 0 {
+            let used = 150.0 + f64::from(s) / 100.0;
+            text += &format!(
+                "[Step {s}] Memory - Process: 27545.6MB (10.5%), System: {used:.1}/256.0GB ({:.1}%)\n",
+                used / 2.56
+            );
+        }
+    }
+    text += "WARNING: System memory usage is critically high (91.2%)!\n";
+    std::fs::write(&log, text).unwrap();
+    let r = report_json(log.to_str().unwrap());
+    let a = alert(&r, "host_memory_pressure").expect("host memory pressure");
+    let title = a["title"].as_str().unwrap();
+    let minutes: f64 = title
+        .split("runs out in ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no time to exhaustion: {title}"));
+    assert!((16.0..=20.0).contains(&minutes), "{title}");
+}

@@ -33,6 +33,9 @@ pub struct Feed {
     last_log_time: Option<f64>,
     /// A timeline made of the logged step times, for files without timestamps.
     synthetic: f64,
+    /// The rank and step of the last step line the synthetic timeline took: a line every
+    /// hundred steps moves it by a hundred steps' time.
+    synthetic_step: Option<(u32, u64)>,
     /// Each rank's step order in this file (thousands of ranks may share one file).
     orders: HashMap<u32, Order, IntHash>,
     /// When the file was last written, as far as is known (its modification time, or the
@@ -113,6 +116,7 @@ impl Feed {
             line_rank: None,
             last_log_time: None,
             synthetic: 0.0,
+            synthetic_step: None,
             orders: HashMap::default(),
             year_reference: None,
             scratch: Vec::new(),
@@ -387,7 +391,16 @@ impl Feed {
             && let Record::Step(s) = rec
             && let Some(ms) = s.step_time_ms
         {
-            self.synthetic += ms / 1000.0;
+            let covers = match (self.synthetic_step, s.step) {
+                (Some((rank, before)), Some(step)) if rank == stamp.rank && step > before => {
+                    (step - before) as f64
+                }
+                _ => 1.0,
+            };
+            if let Some(step) = s.step {
+                self.synthetic_step = Some((stamp.rank, step));
+            }
+            self.synthetic += ms * covers / 1000.0;
         }
         true
     }
