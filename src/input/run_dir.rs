@@ -130,11 +130,13 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
         .filter_map(|(p, _)| metrics::kind_of(p))
         .min_by_key(|k| k.preference());
     found.steps_from = best;
-    // Each checkpoint keeps a copy of the whole log history: the newest has them all.
+    // Each checkpoint keeps a copy of the whole log history: the newest has them all. The
+    // one outside any numbered checkpoint (the run's own, written when training ended, with
+    // its closing summary; or `last-checkpoint/`'s) is the newest, the run's own first.
     let newest = all
         .iter()
         .filter(|(p, _)| metrics::kind_of(p) == Some(Kind::TrainerState))
-        .max_by_key(|(p, _)| checkpoint(p))
+        .max_by_key(|(p, top)| (checkpoint(p).unwrap_or(u64::MAX), *top))
         .map(|(p, _)| p.clone());
     let mut logs = Vec::new();
     for (p, top) in all {
@@ -228,5 +230,15 @@ mod tests {
             ],
         );
         assert_eq!(g.files, vec![p("o/checkpoint-100/trainer_state.json")]);
+        // The run's own, written when training ended with its closing summary, beats every
+        // checkpoint's copy.
+        let g = choose(
+            vec![p("o/trainer_state.json")],
+            vec![
+                p("o/checkpoint-3000/trainer_state.json"),
+                p("o/checkpoint-1000/trainer_state.json"),
+            ],
+        );
+        assert_eq!(g.files, vec![p("o/trainer_state.json")]);
     }
 }

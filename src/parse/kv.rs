@@ -4,7 +4,7 @@
 
 use super::num::{self, Unit};
 use super::record::{CacheRecord, ConfigFact, StepRecord};
-use super::vocabulary::{Field, lookup};
+use super::vocabulary::{self, Field, lookup};
 
 /// Calls `f(key, value)` for every pair in `s`. `value` runs to the end of its segment, so a
 /// caller can read `1 day, 12:59:34` or `9.46GiB(64.99%)` whole; only its start is the value.
@@ -154,6 +154,31 @@ fn after_day(before: &[u8]) -> bool {
 fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
     let mut rest = skip(seg, b" '\",");
     while !rest.is_empty() {
+        if let Some((key, value, used)) = bracketed_count(rest) {
+            f(key, value);
+            rest = skip(&rest[used..], b" '\",");
+            continue;
+        }
+        if let Some(used) = bracketed_positions(rest, f) {
+            rest = skip(&rest[used..], b" '\",:");
+            continue;
+        }
+        // `[Train][Epoch 1/26][Iter: 10/1096]lr: 0.1`, `[Epoch 0][Batch 99]`: pairs in brackets,
+        // a bracketed batch a position; a tag (`[Train]`) is passed over.
+        if rest.starts_with('[')
+            && let Some(close) = rest.find(']')
+        {
+            let inner = &rest[1..close];
+            match split_key(inner) {
+                Some((key, value)) if key.trim().eq_ignore_ascii_case("batch") => {
+                    f("iter", skip(value, b" "));
+                }
+                Some(_) => segment_pairs(inner, f),
+                None => {}
+            }
+            rest = skip(&rest[close + 1..], b" '\",");
+            continue;
+        }
         let b = rest.as_bytes();
         if starts_number(b) {
             // Value first: `0.5 samples/s`, `14.19it/s`, `2.83s/it`, `11ms/step`.
@@ -161,6 +186,16 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
             let tok = &rest[..tok_end];
             let after = skip(&rest[tok_end..], b" ");
             let word = after.split(' ').next().unwrap_or("");
+            // `Train | Epoch 1 | 143/573 | 1.45 it/sec`: a position alone in its segment.
+            if tok.len() == rest.trim_end().len()
+                && let Some((a, b)) = tok.split_once('/')
+                && !a.is_empty()
+                && !b.is_empty()
+                && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+            {
+                f(POSITION, tok);
+                return;
+            }
             if let Some((_, unit, suffix)) = num::number_unit(tok)
                 && unit == Unit::Other
                 && suffix.contains('/')
@@ -191,11 +226,89 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
             rest = value;
             continue;
         }
+        // `Train: [0/300][10/390]`: an unknown key whose value is positions in brackets.
+        if value.starts_with('[') && lookup(key).is_none() {
+            if let Some(used) = bracketed_positions(value, f) {
+                rest = skip(&value[used..], b" '\",:");
+                continue;
+            }
+        }
         if skip(&value[tok_end..], b" ").starts_with("day") {
             // `eta: 1 day, 2:03:04` is one value.
             return;
         }
         rest = skip(&value[tok_end..], b" '\",");
+    }
+}
+
+/// A count in brackets after its name: `Epoch[0]`, `Batch [49]`, `Iter [120/938]`, MXNet's
+/// `Batch [0-20]` (the batches since the epoch began: the count is 20). A batch counted this way
+/// is a position, not a batch size. Returns the key, the value and the bytes used.
+fn bracketed_count(s: &str) -> Option<(&str, &str, usize)> {
+    let b = s.as_bytes();
+    let word = b
+        .iter()
+        .take_while(|c| c.is_ascii_alphabetic() || **c == b'_')
+        .count();
+    if word == 0 {
+        return None;
+    }
+    let open = match b.get(word..word + 2) {
+        Some([b'[', _]) => word,
+        Some([b' ', b'[']) => word + 1,
+        _ => return None,
+    };
+    let close = open + memchr::memchr(b']', &b[open..])?;
+    let inner = s[open + 1..close].trim();
+    if !inner.starts_with(|c: char| c.is_ascii_digit())
+        || !inner
+            .bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'-' | b'/' | b' '))
+    {
+        return None;
+    }
+    let value = match inner.split_once('-') {
+        Some((_, to)) if !to.is_empty() => to,
+        _ => inner,
+    };
+    let key = &s[..word];
+    let key = if key.eq_ignore_ascii_case("batch") {
+        "iter"
+    } else {
+        key
+    };
+    Some((key, value, close + 1))
+}
+
+/// The key a position in brackets is given: no log prints it.
+const POSITION: &str = "[position]";
+
+/// Positions in brackets with no name: `[120/938]` is the step of its total, `[3/300][120/938]`
+/// the epoch of its total and the step within it (Swin's `Train: [0/300][10/390]`, a text
+/// recogniser's `[1/100000] Train loss: 4.3`). Calls `f` for each and returns the bytes used.
+fn bracketed_positions<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) -> Option<usize> {
+    let position = |from: usize| -> Option<(&'a str, usize)> {
+        let inner_start = from + 1;
+        if s.as_bytes().get(from) != Some(&b'[') {
+            return None;
+        }
+        let close = inner_start + memchr::memchr(b']', &s.as_bytes()[inner_start..])?;
+        let inner = s[inner_start..close].trim();
+        let (a, b) = inner.split_once('/')?;
+        let digits = |t: &str| !t.trim().is_empty() && t.trim().bytes().all(|c| c.is_ascii_digit());
+        (digits(a) && digits(b)).then_some((inner, close + 1))
+    };
+    let (first, end) = position(0)?;
+    match position(end) {
+        Some((second, end)) => {
+            f(POSITION, first);
+            f(POSITION, second);
+            Some(end)
+        }
+        None => {
+            f(POSITION, first);
+            Some(end)
+        }
     }
 }
 
@@ -246,6 +359,11 @@ pub struct Collected {
     /// The line names a range of steps (`Steps 1-50: Energy=...`): a summary over many steps
     /// (an energy or timing monitor's), not one step.
     pub step_range: bool,
+    /// Positions in brackets read so far (`[38/200], [1/604]`): the first is the step until a
+    /// second makes it the epoch; a named step beats both.
+    pub positions: u8,
+    /// A key named the step (`global_step: 13099`).
+    pub named_step: bool,
 }
 
 /// Stores `value` for `field` in `rec`. Returns false when the value is not usable.
@@ -265,13 +383,25 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         }
         return false;
     }
-    // `throughput 0.511 MT/s`: a rate's unit says it counts tokens, whatever its key says.
+    // `speed: 1.0773s/iter`: a rate's key over a time per step.
+    if matches!(field, Field::SamplesPerS | Field::ItersPerS)
+        && let Some(Field::TimePerStep) = vocabulary::field_of(suffix.trim())
+    {
+        return apply(Field::TimePerStep, value, rec, seen);
+    }
+    // `throughput 0.511 MT/s`, `ips: 843 tokens/s`, `Speed: 26.4 steps/s`: a rate's unit says
+    // what it counts, whatever its key says.
     if matches!(
         field,
         Field::SamplesPerS | Field::TokensPerS | Field::ItersPerS
-    ) && let Some(scale) = token_rate(suffix)
+    ) && let Some((counts, scale)) = rate_unit(suffix)
     {
-        rec.tokens_per_s = Some(v * scale);
+        let slot = match counts {
+            Counts::Tokens => &mut rec.tokens_per_s,
+            Counts::Steps => &mut rec.iters_per_s,
+            Counts::Samples => &mut rec.samples_per_s,
+        };
+        *slot = Some(v * scale);
         seen.fields += 1;
         return true;
     }
@@ -282,7 +412,25 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
             seen.step_range = true;
             false
         }
+        // `[120/938]`, `[3/300][120/938]`: a position, the step unless the line names its step.
+        Field::Position => {
+            if seen.positions > 0 && !seen.named_step {
+                rec.epoch = rec.step.map(|s| s as f64);
+            }
+            seen.positions += 1;
+            if seen.named_step {
+                return false;
+            }
+            rec.step = Some(v as u64);
+            rec.total = suffix.strip_prefix('/').and_then(num::integer);
+            !v.is_sign_negative()
+        }
         Field::Step => {
+            if seen.positions > 0 && !seen.named_step {
+                // The positions were the epoch's: their total is no step's.
+                rec.total = None;
+            }
+            seen.named_step = true;
             // `as` saturates: a step past u64 reads as u64::MAX, which `impossible` refuses.
             rec.step = Some(v as u64);
             if let Some(total) = suffix.strip_prefix('/').and_then(num::integer) {
@@ -294,6 +442,8 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         }
         Field::Total | Field::TotalSteps => set_u64(&mut rec.total, v),
         Field::Epoch => set(&mut rec.epoch, v),
+        // A clock (`Time: 0:00:20`) is a time so far or a time left, never one step's.
+        Field::StepTime(_) if suffix.starts_with(':') => false,
         Field::StepTime(default) => set_opt(&mut rec.step_time_ms, num::to_ms(v, unit, default)),
         Field::Elapsed(default) => set_opt(&mut rec.elapsed_s, {
             // `0:41:07` is a clock, not a number with a unit.
@@ -317,6 +467,10 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         }
         Field::SamplesPerS => set(&mut rec.samples_per_s, scaled(v, suffix)),
         Field::ItersPerS => set(&mut rec.iters_per_s, scaled(v, suffix)),
+        // `batch: [1/10000]`: a position among the batches, not a batch's size.
+        Field::BatchSize if suffix.starts_with('/') => {
+            return apply(Field::Step, value, rec, seen);
+        }
         Field::BatchSize | Field::GlobalBatch => set(&mut rec.batch_size, v),
         Field::Loss(rank) => {
             if rank > seen.loss_rank {
@@ -421,19 +575,52 @@ pub fn config_fact(field: Field, key: &str, value: &str) -> Option<ConfigFact> {
     })
 }
 
-/// The multiplier of a token rate's unit (`MT/s`, `ktok/s`), None for other units.
-fn token_rate(suffix: &str) -> Option<f64> {
-    let unit = suffix.trim();
+/// What a rate counts, as its unit says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Counts {
+    Samples,
+    Steps,
+    Tokens,
+}
+
+/// What a rate's unit counts and its multiplier (`MT/s`, `122.0K tks/s`, `1.07 step/s`,
+/// `259.4 samples/sec`); None for no unit or one of no count.
+fn rate_unit(suffix: &str) -> Option<(Counts, f64)> {
+    let mut words = suffix
+        .split([' ', ',', ';', '|', '\t'])
+        .filter(|w| !w.is_empty());
+    let mut unit = words.next()?;
+    // `122.0K tks/s`: the multiplier a word of its own.
+    let apart = match unit {
+        "k" | "K" => Some(1e3),
+        "M" => Some(1e6),
+        _ => None,
+    };
+    if let Some(scale) = apart {
+        unit = words.next()?;
+        return rate_unit(unit).map(|(counts, s)| (counts, s * scale));
+    }
     let (scale, rest) = match unit.as_bytes().first()? {
-        b'k' | b'K' => (1e3, &unit[1..]),
-        b'M' => (1e6, &unit[1..]),
+        b'k' | b'K' if unit.len() > 1 && unit.as_bytes()[1] != b'/' => (1e3, &unit[1..]),
+        b'M' if unit.len() > 1 && unit.as_bytes()[1] != b'/' => (1e6, &unit[1..]),
         _ => (1.0, unit),
     };
-    matches!(
-        rest,
-        "T/s" | "tok/s" | "tokens/s" | "tok/sec" | "tokens/sec"
-    )
-    .then_some(scale)
+    let rest = rest.trim_start();
+    let (what, per) = rest.split_once('/')?;
+    if !matches!(per, "s" | "sec" | "second" | "s." | "sec.") {
+        return None;
+    }
+    let counts = match what.to_ascii_lowercase().as_str() {
+        "t" | "tok" | "toks" | "tks" | "token" | "tokens" | "word" | "words" => Counts::Tokens,
+        "it" | "iter" | "iters" | "step" | "steps" | "batch" | "batches" | "update" | "updates" => {
+            Counts::Steps
+        }
+        "sample" | "samples" | "image" | "images" | "img" | "imgs" | "instance" | "instances"
+        | "example" | "examples" | "sequence" | "sequences" | "seq" | "seqs" | "sentence"
+        | "sentences" => Counts::Samples,
+        _ => return None,
+    };
+    Some((counts, scale))
 }
 
 /// How many GPU ids `range(0, 2)` or `[0, 1, 2]` names.

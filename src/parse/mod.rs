@@ -407,6 +407,8 @@ fn launcher_host(p: &str) -> Option<&str> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
         && host.bytes().any(|b| b == b'-' || b.is_ascii_digit())
+        // A number alone is a count (Darknet's iteration), not a host.
+        && !host.bytes().all(|b| b.is_ascii_digit())
         && vocabulary::lookup(host).is_none();
     hostlike.then_some(rest)
 }
@@ -535,6 +537,7 @@ fn log_line(
             frameworks::record_header(p, ctx, out).or_else(|| stats::bracket_line(p, ctx, out))
         }
         b'[' => frameworks::headless_meter(p, out).or_else(|| stats::bracket_line(p, ctx, out)),
+        b'0'..=b'9' if p.contains(" avg") && p.contains(" rate, ") => frameworks::darknet(p, out),
         b'0'..=b'9' => {
             progress::counter_line(p, ctx, out).or_else(|| frameworks::deepspeed(p, out))
         }
@@ -614,10 +617,18 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
     let mut seen = kv::Collected::default();
     let (mut core, mut measured, mut facts) = (false, false, 0);
     let (mut evaluated, mut only_evaluated) = (false, true);
+    // `Epoch 1, batch 50`: a batch's number beside its epoch, not a batch's size; told once
+    // the whole line is read.
+    let mut batch_word = None;
+    let mut eval_seen = kv::Collected::default();
     kv::pairs(p, &mut |key, value| {
         let evaluation = evaluation_key(key);
         evaluated |= evaluation;
         only_evaluated &= evaluation;
+        if key.trim().eq_ignore_ascii_case("batch") && batch_word.is_none() {
+            batch_word = Some(value);
+            return;
+        }
         let Some(field) = vocabulary::lookup(key) else {
             return;
         };
@@ -630,6 +641,11 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
                 out.push(Record::Config(fact));
             }
             facts += 1;
+        }
+        if evaluation && matches!(field, vocabulary::Field::Loss(_)) {
+            // `Valid loss: 7.97` beside `Train loss: 8.01`: the evaluation's, not the step's.
+            kv::apply(field, value, &mut StepRecord::default(), &mut eval_seen);
+            return;
         }
         if kv::apply(field, value, &mut rec, &mut seen) {
             let step = field == vocabulary::Field::Step;
@@ -647,6 +663,20 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
             measured |= measure;
         }
     });
+    if let Some(value) = batch_word {
+        let field = if rec.epoch.is_some() && rec.step.is_none() {
+            vocabulary::Field::Step
+        } else {
+            vocabulary::Field::BatchSize
+        };
+        if let Some(fact) = kv::config_fact(field, "batch", value) {
+            out.push(Record::Config(fact));
+            facts += 1;
+        }
+        if kv::apply(field, value, &mut rec, &mut seen) && field == vocabulary::Field::Step {
+            core = true;
+        }
+    }
     let cached = (cache != CacheRecord::default()).then_some(Record::Cache(cache));
     if seen.step_range {
         // A summary over a range of steps (`Steps 1-50: Energy=..., Time=210.3 s`) tells no
@@ -681,9 +711,10 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         return Some(Format::KeyValue);
     }
     out.extend(cached);
+    seen.non_finite |= eval_seen.non_finite;
     if evaluated
         && only_evaluated
-        && (seen.fields > 0 || seen.non_finite)
+        && (seen.fields > 0 || eval_seen.fields > 0 || seen.non_finite)
         && rec.step.is_none()
         && out.len() == before
     {
@@ -710,6 +741,7 @@ fn evaluation_key(key: &str) -> bool {
             && matches!(k[w.len()], b'/' | b'-' | b'_' | b' ')
     };
     starts(b"val")
+        || starts(b"valid")
         || starts(b"validation")
         || starts(b"eval")
         || starts(b"evaluation")

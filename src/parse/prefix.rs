@@ -41,7 +41,9 @@ pub fn strip(mut s: &str) -> (Prefix<'_>, &str) {
                     logger_header(rest, &mut p)
                 })
                 .or_else(|| srun_label(t, &mut p)),
-            b'I' | b'W' | b'E' | b'D' | b'C' => python_default(t, &mut p).or_else(|| glog(t)),
+            b'I' | b'W' | b'E' | b'D' | b'C' => {
+                python_default(t, &mut p).or_else(|| glog(t, &mut p))
+            }
             _ => None,
         };
         match next {
@@ -58,6 +60,10 @@ fn srun_label<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     let rest = t[digits..].strip_prefix(": ")?;
     if digits > 5 {
+        return None;
+    }
+    // Darknet's `6001: 5.44, 5.44 avg, ...` is an iteration and its loss, not a task's line.
+    if rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains(" avg") {
         return None;
     }
     p.rank = Some(rank(&t[..digits])?);
@@ -174,8 +180,9 @@ fn python_default<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
     Some(msg)
 }
 
-/// glog-style headers of newer torch: `E0325 20:57:27.620000 2606 path/api.py:869] `.
-fn glog(t: &str) -> Option<&str> {
+/// glog headers (Caffe's, newer torch's): `I0712 22:28:04.844131 32223 solver.cpp:189] `, the
+/// level's letter, the month and day, the time (year-less), the thread and the place.
+fn glog<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
     let b = t.as_bytes();
     if b.len() < 6 || !b[1..5].iter().all(u8::is_ascii_digit) || b[5] != b' ' {
         return None;
@@ -184,6 +191,10 @@ fn glog(t: &str) -> Option<&str> {
     if end > 120 {
         return None;
     }
+    // `MMDD HH:MM:SS.ffffff` read as the year-less `MM/DD HH:MM:SS.ffffff`.
+    let clock = t.get(6..end)?.split(' ').next()?;
+    let text = [&t[1..3], "/", &t[3..5], " ", clock].concat();
+    p.time = timestamp(&text).map(|(time, _)| time).or(p.time);
     Some(&t[end + 2..])
 }
 
@@ -230,9 +241,20 @@ fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
     // `2025-02-11 08:30:01 INFO msg` / `... INFO: msg`.
     if let Some(r) = rest.strip_prefix(' ')
         && let Some(end) = r.find([' ', ':'])
-        && is_level(&r[..end])
     {
-        return r[end..].trim_start_matches(':');
+        if is_level(&r[..end]) {
+            return r[end..].trim_start_matches(':');
+        }
+        // `... ppdet.engine INFO: msg`, `... root INFO: msg` (Python's `%(name)s
+        // %(levelname)s:`).
+        if r.as_bytes()[end] == b' '
+            && is_logger_name(&r[..end])
+            && let Some(level_end) = r[end + 1..].find([' ', ':']).map(|i| end + 1 + i)
+            && is_level(&r[end + 1..level_end])
+        {
+            p.logger = Some(&r[..end]);
+            return r[level_end..].trim_start_matches(':');
+        }
     }
     rest.strip_prefix(": ").unwrap_or(rest)
 }

@@ -12,6 +12,9 @@ use super::num::Unit;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
     Step,
+    /// A position in brackets with no name (`[120/938]`): the step, or with a second one the
+    /// epoch, unless the line names its step.
+    Position,
     Total,
     /// The planned number of steps, from a step line or a config dump.
     TotalSteps,
@@ -62,6 +65,11 @@ pub enum Field {
 /// to its last word.
 pub fn lookup(key: &str) -> Option<Field> {
     field_of(key).or_else(|| namespaced(key)).or_else(|| {
+        // `loss is 2.31` (MindSpore's), `avg loss so far is 0.11`: the words before `is`.
+        if let Some(phrase) = key.strip_suffix(" is") {
+            let phrase = phrase.strip_suffix(" so far").unwrap_or(phrase);
+            return lookup(phrase);
+        }
         // `update batch_size to 8`, `set num_workers to 4`: the word before `to`.
         if let Some(phrase) = key.strip_suffix(" to") {
             return lookup(phrase.rsplit(' ').next()?).filter(|f| !matches!(f, Field::Step));
@@ -143,6 +151,9 @@ pub fn field_of(key: &str) -> Option<Field> {
     if raw.len() > buf.len() {
         return None;
     }
+    if !key.is_ascii() {
+        return chinese(key);
+    }
     for (dst, &c) in buf.iter_mut().zip(raw) {
         *dst = match c {
             b' ' | b'-' => b'_',
@@ -152,8 +163,9 @@ pub fn field_of(key: &str) -> Option<Field> {
     use Field::*;
     Some(match &buf[..raw.len()] {
         b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it"
-        | b"batch_index" | b"batch_idx" => Step,
+        | b"batch_index" | b"batch_idx" | b"iters" | b"step_#" | b"up." => Step,
         b"total" => Total,
+        b"[position]" => Position,
         b"total_steps"
         | b"max_steps"
         | b"total_optimization_steps"
@@ -165,9 +177,17 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"num_iterations"
         | b"train_steps" => TotalSteps,
         b"epoch" | b"ep" => Epoch,
-        b"time" | b"step_time" | b"batch_time" | b"iter_time" => StepTime(Unit::S),
+        b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"time_per_batch"
+        | b"time_per_step" | b"time_per_iter" | b"iteration_time"
+        // PaddlePaddle's toolkits: a step's own time, or the mean over the steps since the
+        // last print (`avg_`): a per-step figure either way.
+        | b"batch_cost" | b"avg_batch_cost" | b"iter_cost" => StepTime(Unit::S),
+        // MindSpore's `per step time: 123.4 ms`, mindformers' `per_step_time: 1432ms`.
+        b"per_step_time" | b"per_iter_time" => StepTime(Unit::Ms),
         b"train_time" | b"elapsed" | b"elapsed_time" | b"time_elapsed" | b"training_time"
-        | b"wall" | b"total_time" => Elapsed(Unit::S),
+        | b"wall" | b"total_time" | b"total_used_time" | b"cost_time" | b"time_elapsed_(s)" => {
+            Elapsed(Unit::S)
+        }
         b"step_avg" | b"avg_step_time" | b"avg_time" | b"time_avg" | b"avg_iter_time"
         | b"step_time_avg" => AvgStepTime(Unit::S),
         b"elapsed_time_per_iteration_(ms)" | b"step_time_ms" | b"iter_time_ms" | b"time_ms" => {
@@ -180,11 +200,14 @@ pub fn field_of(key: &str) -> Option<Field> {
         // verl: tokens over the step's time and the GPUs.
         b"perf/throughput" => TokensPerGpuS,
         b"iter_time_(s)" | b"step_time_s" => StepTime(Unit::S),
-        b"data_time" | b"data" | b"data_load_time" | b"dataload_time" | b"dataloader_time" => {
-            DataTime(Unit::S)
-        }
+        b"data_time" | b"data" | b"data_load_time" | b"dataload_time" | b"dataloader_time"
+        // PaddlePaddle's toolkits: the wait for the batch, its own or the mean since the
+        // last print.
+        | b"reader_cost" | b"avg_reader_cost" | b"data_cost" | b"data_s" | b"loader_time"
+        | b"data_loading_time" => DataTime(Unit::S),
         b"data_time_ms" | b"data_ms" => DataTime(Unit::Ms),
-        b"s/it" | b"ms/step" | b"s/step" | b"us/step" | b"ms/it" => TimePerStep,
+        b"s/it" | b"ms/step" | b"s/step" | b"us/step" | b"ms/it" | b"ms/iter" | b"s/iter"
+        | b"sec/step" | b"sec/iter" | b"ms/batch" | b"s/batch" => TimePerStep,
         b"samples/s"
         | b"samples/sec"
         | b"samples_per_second"
@@ -200,8 +223,27 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"img/s"
         | b"images/s"
         | b"imgs/s"
-        | b"throughput" => SamplesPerS,
-        b"it/s" | b"iters/s" | b"iter/s" | b"steps/s" | b"steps_per_second" | b"ups" => ItersPerS,
+        | b"throughput"
+        | b"instance/sec"
+        | b"instances/sec"
+        | b"instances/s"
+        | b"images/sec"
+        | b"imgs/sec"
+        | b"img/sec"
+        | b"examples/sec"
+        | b"examples/s"
+        | b"examples_per_sec"
+        | b"samples_per_sec_per_gpu"
+        | b"s/sec"
+        // A rate whose unit says what it counts (`ips: 259.4 samples/s`, `ips: 843 tokens/s`,
+        // `Speed: 26.4 steps/s`): samples unless the unit says otherwise (`apply`).
+        | b"ips"
+        | b"ips_total"
+        | b"speed" => SamplesPerS,
+        b"it/s" | b"iters/s" | b"iter/s" | b"steps/s" | b"steps_per_second" | b"ups" | b"step/s"
+        | b"it/sec" | b"iters/sec" | b"u/sec" | b"updates/s" | b"batches/s" | b"global_step/sec" => {
+            ItersPerS
+        }
         b"batch_size"
         | b"bs"
         | b"bsz"
@@ -242,6 +284,11 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"tokens_per_batch"
         | b"total_desired_batch_size" => TokensPerStep,
         b"loss" => Loss(4),
+        // Names of the training loss that say how it was measured: ranked under `loss`, so a
+        // line with both keeps `loss`.
+        b"batch_loss" | b"avg_loss" | b"cross_entropy" | b"xent" | b"celoss" | b"ce_loss" => {
+            Loss(1)
+        }
         b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value"
         // RLHF: the actor's (policy) loss is the one trained.
         | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss" => Loss(3),
@@ -256,7 +303,10 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"tokens_per_second"
         | b"tok/s"
         | b"tok/sec"
-        | b"tokens/sec" => TokensPerS,
+        | b"tokens/sec"
+        | b"tks/s"
+        | b"words/s"
+        | b"words/sec" => TokensPerS,
         b"tgs" | b"tokens_per_gpu_per_second_tgs" | b"tokens_per_gpu_per_second_(tgs)" => {
             TokensPerGpuS
         }
@@ -265,7 +315,8 @@ pub fn field_of(key: &str) -> Option<Field> {
             Memory(Unit::MiB)
         }
         b"maxmemallocated" | b"memory_gb" | b"mem_gb" => Memory(Unit::GiB),
-        b"eta" => Eta,
+        b"eta" | b"estimated_time" | b"remaining_time" | b"time_left" | b"left_time"
+        | b"time_remaining" | b"eta_time" => Eta,
         b"num_workers"
         | b"workers"
         | b"dataloader_num_workers"
@@ -296,4 +347,110 @@ pub fn field_of(key: &str) -> Option<Field> {
         b"hit_rate" | b"cache_hit_rate" | b"hitrate" => CacheHitRate,
         _ => return None,
     })
+}
+
+/// The Chinese names of the figures (our users print them: `损失: 2.31`, `学习率=1e-4`,
+/// `数据加载耗时: 0.8s`), matched whole after the ASCII table has had its turn.
+fn chinese(key: &str) -> Option<Field> {
+    use Field::*;
+    let key = key.trim();
+    Some(match key {
+        "步" | "步数" | "迭代" | "迭代次数" | "当前步" | "全局步" => Step,
+        "总步数" | "最大步数" | "总迭代次数" => TotalSteps,
+        "轮" | "轮次" | "轮数" | "周期" => Epoch,
+        "耗时" | "每步耗时" | "单步耗时" | "迭代耗时" | "每步时间" | "步耗时" | "批次耗时" => {
+            StepTime(Unit::S)
+        }
+        "数据时间" | "数据耗时" | "数据加载时间" | "数据加载耗时" | "读取耗时" => {
+            DataTime(Unit::S)
+        }
+        "吞吐" | "吞吐量" | "样本每秒" | "样本/秒" => SamplesPerS,
+        "损失" | "训练损失" | "损失值" => Loss(3),
+        "学习率" => Lr,
+        "梯度范数" => GradNorm,
+        "显存" | "显存占用" => Memory(Unit::MiB),
+        "批大小" | "批量大小" | "批次大小" => BatchSize,
+        "剩余时间" | "预计剩余时间" => Eta,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::Parser;
+    use crate::parse::record::{Record, StepRecord};
+
+    fn step(line: &str) -> StepRecord {
+        let mut out = Vec::new();
+        Parser::default().parse(line.as_bytes(), &mut out);
+        out.into_iter()
+            .find_map(|r| match r {
+                Record::Step(s) => Some(*s),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no step in {line}"))
+    }
+
+    /// PaddleClas's and PaddleDetection's words: `batch_cost` the step, `reader_cost` and
+    /// `data_cost` the wait for data, `ips` a throughput whose unit says what it counts.
+    #[test]
+    fn paddles_costs_and_ips_are_the_step_the_data_wait_and_the_throughput() {
+        let s = step(
+            "[Train][Epoch 1/400][Iter: 10/98]lr(LinearWarmup): 0.00002245, CELoss: 6.93595, loss: 6.93595, batch_cost: 0.49343s, reader_cost: 0.00027, ips: 259.40864 samples/s, eta: 5:22:17",
+        );
+        assert_eq!(s.step_time_ms, Some(493.43));
+        assert_eq!(s.data_time_ms, Some(0.27));
+        assert_eq!(s.samples_per_s, Some(259.40864));
+        assert_eq!(s.loss, Some(6.93595));
+        let s = step(
+            "[train] epoch: [0/1], batch: [1/10000], loss: 10.982267380, avg_batch_cost: 0.73793 sec, speed: 1.36 step/s, ips_total: 5551 tokens/s, ips: 5551 tokens/s,  learning rate: 4.68750e-08",
+        );
+        assert_eq!(s.step_time_ms, Some(737.93));
+        assert_eq!(s.iters_per_s, Some(1.36));
+        assert_eq!(s.tokens_per_s, Some(5551.0));
+        assert_eq!(s.samples_per_s, None);
+    }
+
+    /// A rate's unit, written apart from its multiplier (`122.0K tks/s`), decides what it
+    /// counts.
+    #[test]
+    fn a_rates_unit_says_what_it_counts() {
+        let s =
+            step("[step 249]\tmlm_loss=9.24962\tthroughput=122.0K tks/s\tlr=0.0000025 time=163.24");
+        assert_eq!(s.tokens_per_s, Some(122_000.0));
+        assert_eq!(s.samples_per_s, None);
+        let s = step("Epoch[0] Batch [49]\tSpeed: 1934.811369 samples/sec\taccuracy=0.868184");
+        assert_eq!(s.samples_per_s, Some(1934.811369));
+    }
+
+    /// MindSpore's `loss is`, and a loss named for how it is measured ranked under `loss`.
+    #[test]
+    fn a_figure_named_with_is_and_the_losses_by_rank() {
+        let s = step("epoch: 1 step: 100, loss is 2.3016");
+        assert_eq!((s.step, s.loss), (Some(100), Some(2.3016)));
+        let s = step("Step 50/100000; acc:   2.15; ppl: 11344.46; xent: 9.34; lr: 0.00001");
+        assert_eq!((s.step, s.loss), (Some(50), Some(9.34)));
+    }
+
+    /// The figures' Chinese names, as users print them.
+    #[test]
+    fn chinese_names_are_the_same_figures() {
+        let s = step("步数: 120, 损失: 2.31, 学习率: 0.0001, 耗时: 0.52s, 数据加载耗时: 0.11s");
+        assert_eq!(s.step, Some(120));
+        assert_eq!(s.loss, Some(2.31));
+        assert_eq!(s.lr, Some(0.0001));
+        assert_eq!(s.step_time_ms, Some(520.0));
+        assert_eq!(s.data_time_ms, Some(110.0));
+    }
+}
+#[cfg(test)]
+mod scratch {
+    #[test]
+    fn show() {
+        for line in std::fs::read_to_string("/tmp/one.log").unwrap().lines() {
+            let mut out = Vec::new();
+            crate::parse::Parser::default().parse(line.as_bytes(), &mut out);
+            println!("{line}\n  {out:?}");
+        }
+    }
 }

@@ -12,7 +12,7 @@ pub mod tfrecord;
 
 use std::path::Path;
 
-use crate::parse::record::{Format, Record, StepRecord, SummaryRecord};
+use crate::parse::record::{EventKind, Format, Record, StepRecord, SummaryRecord};
 
 /// Which kind of metric file a path is, by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,11 +115,23 @@ impl Entry {
                 any = true;
             }
         }
+        let mut out = Vec::new();
         if any {
-            vec![Record::Step(Box::new(rec))]
-        } else {
-            Vec::new()
+            out.push(Record::Step(Box::new(rec)));
         }
+        // An evaluation logged at this step ran after it: the next step's wall time holds it,
+        // a pause and not a step (the model tells it as it does a log's evaluation).
+        if self
+            .values
+            .iter()
+            .any(|(name, _)| tags::is_evaluation(name) && tags::figure_with(user, name).is_none())
+        {
+            out.push(Record::Event {
+                kind: EventKind::Eval,
+                text: self.text(),
+            });
+        }
+        out
     }
 }
 
@@ -274,8 +286,14 @@ mod tests {
         assert!(s.lr.is_some_and(|lr| (lr - 0.001).abs() < 1e-9));
         let eval = &r.entries[2];
         assert!(
-            eval.records(&UserTags::new()).is_empty(),
-            "an evaluation figure is not a step"
+            matches!(
+                eval.records(&UserTags::new()).as_slice(),
+                [Record::Event {
+                    kind: EventKind::Eval,
+                    ..
+                }]
+            ),
+            "an evaluation figure is not a step: it says an evaluation ran"
         );
         // Unless the config's [tags] says what it is.
         let mine = vec![("val/loss".to_string(), Some(tags::Figure::Loss))];

@@ -23,18 +23,24 @@ pub enum Figure {
 /// Parts of a name that say it is not a training step's figure.
 const NOT_TRAINING: [&str; 6] = ["val", "valid", "validation", "eval", "test", "predict"];
 
-/// The figure a metric's name gives, if steptop reads it.
-pub fn figure(name: &str) -> Option<Figure> {
+/// Whether a metric's name says it is an evaluation's (`val_loss`, `eval/accuracy`,
+/// `validation/epoch_loss`).
+pub fn is_evaluation(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    let parts: Vec<&str> = lower.split(['/', '.', ':']).collect();
-    let evaluation = |p: &str| {
+    lower.split(['/', '.', ':']).any(|p| {
         NOT_TRAINING
             .iter()
             .any(|n| p == *n || p.starts_with(&format!("{n}_")) || p.starts_with(&format!("{n}-")))
-    };
-    if parts.iter().any(|p| evaluation(p)) {
+    })
+}
+
+/// The figure a metric's name gives, if steptop reads it.
+pub fn figure(name: &str) -> Option<Figure> {
+    if is_evaluation(name) {
         return None;
     }
+    let lower = name.to_ascii_lowercase();
+    let parts: Vec<&str> = lower.split(['/', '.', ':']).collect();
     // Hugging Face's closing figures (`train/train_loss`, `train/train_samples_per_second`):
     // averages over the whole run, not a step's.
     if let [.., "train", last] = parts.as_slice()

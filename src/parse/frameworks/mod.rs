@@ -1,5 +1,6 @@
 //! Framework-specific line shapes that are not progress bars: one small file per framework.
 
+mod darknet;
 mod deepspeed;
 mod detectron2;
 mod fairseq;
@@ -13,6 +14,7 @@ mod timers;
 mod timm;
 mod torchtitan;
 
+pub use darknet::darknet;
 pub use deepspeed::deepspeed;
 pub use detectron2::detectron2;
 pub use fairseq::{accelerate, fairseq};

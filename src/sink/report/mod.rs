@@ -361,6 +361,56 @@ pub struct ProgressOut {
     pub logged_eta_s: Option<f64>,
 }
 
+/// A run's closing summary (Hugging Face's `train_runtime`, `train_steps_per_second`) as the
+/// run's figures, where nothing else times its steps. Its runtime holds every evaluation that
+/// ran during training: with one, it is no step's time, and the basis says so.
+struct Closing {
+    steps_per_s: Option<f64>,
+    samples_per_s: Option<f64>,
+    /// Evaluations ran: the summary is the wall time of training and evaluation together.
+    evaluated: bool,
+    /// The run's steps are timed otherwise.
+    timed: bool,
+}
+
+impl Closing {
+    fn of(m: &crate::model::Model) -> Closing {
+        let evaluated = m
+            .event_counts
+            .get(&crate::parse::record::EventKind::Eval)
+            .is_some_and(|n| *n > 0);
+        let timed = m.merged.step_time_ms.run.count() > 0;
+        let usable = !evaluated && !timed;
+        Closing {
+            steps_per_s: m.summary.steps_per_s.filter(|r| *r > 0.0 && usable),
+            samples_per_s: m.summary.samples_per_s.filter(|r| *r > 0.0 && usable),
+            evaluated: evaluated && !timed && m.summary.steps_per_s.is_some(),
+            timed,
+        }
+    }
+
+    fn step_ms(&self) -> Option<f64> {
+        self.steps_per_s.map(|r| 1000.0 / r)
+    }
+
+    /// The basis in words where the summary gives the figures, or is why none is given.
+    fn describe(&self, mut basis: crate::model::basis::BasisOut) -> crate::model::basis::BasisOut {
+        if self.timed {
+            return basis;
+        }
+        if self.steps_per_s.is_some() {
+            basis.step_time = "the run's closing summary (train_steps_per_second over the whole run; no evaluation ran during it)".into();
+        }
+        if self.samples_per_s.is_some() {
+            basis.samples_per_s = "the run's closing summary (train_samples_per_second)".into();
+        }
+        if self.evaluated {
+            basis.step_time = "none: the run's closing summary (train_runtime) holds its evaluations, so it is no step's time".into();
+        }
+        basis
+    }
+}
+
 #[derive(Debug, Serialize, Clone, Copy)]
 pub struct Quantiles {
     pub p50: f64,
@@ -369,6 +419,15 @@ pub struct Quantiles {
 }
 
 impl Quantiles {
+    /// A single figure for the whole run: its median, tail and mean alike.
+    fn one(ms: f64) -> Quantiles {
+        Quantiles {
+            p50: ms,
+            p95: ms,
+            mean: ms,
+        }
+    }
+
     fn of(s: &RunStats) -> Option<Quantiles> {
         Some(Quantiles {
             p50: s.quantile(0.5)?,
@@ -479,6 +538,7 @@ impl Report {
         let f = &m.facts;
         let spread = m.rank_spread(SLOWEST_SHOWN);
         let run = g.run_figures();
+        let closing = Closing::of(m);
         Report {
             schema_version: SCHEMA_VERSION,
             sources: a
@@ -531,22 +591,30 @@ impl Report {
                 eta_s: g.eta_s(m.cfg.window_steps),
                 logged_eta_s: g.logged_eta_s,
             },
-            step_time_ms: Quantiles::of(&g.step_time_ms.run).map(|q| Quantiles {
-                mean: g.mean_step_ms().unwrap_or(q.mean),
-                ..q
-            }),
+            step_time_ms: Quantiles::of(&g.step_time_ms.run)
+                .map(|q| Quantiles {
+                    mean: g.mean_step_ms().unwrap_or(q.mean),
+                    ..q
+                })
+                .or_else(|| closing.step_ms().map(Quantiles::one)),
             data_time_ms: Quantiles::of(&g.data_time_ms.run),
             data_share: b.data_share,
             // Steps over the time they took, each line over the steps it stands for; the
             // median of the printed rates where no line stands for any (a single line).
-            samples_per_s: run.samples_per_s.or(g.samples_per_s.run.quantile(0.5)),
-            iters_per_s: run.iters_per_s.or(g.iters_per_s.run.quantile(0.5)),
+            samples_per_s: run
+                .samples_per_s
+                .or(g.samples_per_s.run.quantile(0.5))
+                .or(closing.samples_per_s),
+            iters_per_s: run
+                .iters_per_s
+                .or(g.iters_per_s.run.quantile(0.5))
+                .or(closing.steps_per_s),
             tokens_per_s: run.tokens_per_s.or(g.tokens_per_s.run.quantile(0.5)),
             tokens_per_gpu_s: run
                 .tokens_per_gpu_s
                 .or(g.tokens_per_gpu_s.run.quantile(0.5)),
             mfu_pct: g.mfu_pct,
-            basis: m.basis.describe(
+            basis: closing.describe(m.basis.describe(
                 f,
                 MeanFrom {
                     source: run.step_ms.map(|(_, source)| source),
@@ -556,7 +624,7 @@ impl Report {
                     last_average: g.logged_avg_step_ms.is_some(),
                 },
                 m.stages.run_data_ms.is_some(),
-            ),
+            )),
             stage_lines_dropped: m.stages.names_dropped,
             stages: hottest
                 .iter()
