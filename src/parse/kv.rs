@@ -227,11 +227,12 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
             continue;
         }
         // `Train: [0/300][10/390]`: an unknown key whose value is positions in brackets.
-        if value.starts_with('[') && lookup(key).is_none() {
-            if let Some(used) = bracketed_positions(value, f) {
-                rest = skip(&value[used..], b" '\",:");
-                continue;
-            }
+        if value.starts_with('[')
+            && lookup(key).is_none()
+            && let Some(used) = bracketed_positions(value, f)
+        {
+            rest = skip(&value[used..], b" '\",:");
+            continue;
         }
         if skip(&value[tok_end..], b" ").starts_with("day") {
             // `eta: 1 day, 2:03:04` is one value.
