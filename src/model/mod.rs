@@ -15,6 +15,7 @@ pub mod coverage;
 pub mod hardware;
 pub mod job;
 pub mod log_lines;
+pub mod meaning;
 pub mod ranks;
 pub mod run;
 pub mod runs;

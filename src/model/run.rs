@@ -183,6 +183,9 @@ pub struct RankState {
     pub last_time: Option<f64>,
     /// The run's figures, each printed figure weighing the steps it stands for.
     pub coverage: super::coverage::Coverage,
+    /// What this rank's printed step time means (`meaning`): each step's, an interval's or
+    /// the time so far.
+    meaning: super::meaning::TimeMeaning,
 }
 
 impl RankState {
@@ -242,6 +245,7 @@ impl RankState {
             last_step_ms,
             last_time,
             coverage,
+            meaning,
         } = self;
         *records = 0;
         for step in [first_step, last_step, total] {
@@ -282,6 +286,7 @@ impl RankState {
         *last_elapsed = None;
         *last_avg = None;
         *coverage = super::coverage::Coverage::default();
+        *meaning = super::meaning::TimeMeaning::default();
     }
 
     fn with(step_time_ms: Metric, other: impl Fn() -> Metric) -> Self {
@@ -317,6 +322,7 @@ impl RankState {
             last_step_ms: None,
             last_time: None,
             coverage: super::coverage::Coverage::default(),
+            meaning: super::meaning::TimeMeaning::default(),
         }
     }
 
@@ -333,6 +339,7 @@ impl RankState {
     /// allows (the model's steps, whose boxes go back to the parser once read, take no copy).
     /// `real_time` says `t` is the log's own timestamp (or a live arrival), not a synthetic one.
     pub fn fill(&mut self, d: &mut StepRecord, t: f64, real_time: bool, sizes: &Sizes) {
+        self.meaning.read(d, t, real_time);
         let batch = d.batch_size.or(sizes.batch);
         if d.step_time_ms.is_none() {
             d.step_time_ms = d.iters_per_s.filter(|r| *r > 0.0).map(|r| 1000.0 / r);
