@@ -24,6 +24,9 @@ pub(crate) struct Counters {
     /// epoch (`Epoch 2 | Step 300/4000`): the steps of the epochs before it, and the epoch
     /// they end with.
     local: Option<(u64, f64)>,
+    /// The epoch's length as its lines print it (`iter: 880/883`): where the next epoch
+    /// starts, unlogged last steps included.
+    local_len: Option<u64>,
     /// The last global step and the epoch it came with.
     last: Option<(u64, Option<f64>)>,
     /// The planned total the last step came with.
@@ -167,25 +170,38 @@ impl Counters {
         let Some(n) = rec.step else {
             return Counted::Step;
         };
+        // The length an epoch's lines print, not the run's: `n` of it.
+        let printed = rec.total.filter(|t| *t >= n);
         if let (Some((offset, epoch)), Some(e)) = (self.local, rec.epoch)
             && e >= epoch
         {
-            let ended = self.last.map_or(0, |(l, _)| l);
+            // The epoch that ended took its printed length (the steps after its last line
+            // included), else as far as its lines went.
+            let ended = match self.local_len {
+                Some(len) => offset + len,
+                None => self.last.map_or(0, |(l, _)| l),
+            };
             let offset = if e > epoch { ended } else { offset };
             self.local = Some((offset, e));
+            self.local_len = printed;
             rec.step = Some(offset + n);
+            rec.total = None;
             return self.advance(rec);
         }
         if let (Some((last, Some(was))), Some(e)) = (self.last, rec.epoch)
             && e > was
             && n < last
         {
-            // The count started again with the epoch: it counts within epochs.
-            self.local = Some((last, e));
-            rec.step = Some(last + n);
+            // The count started again with the epoch: it counts within epochs, the first
+            // epoch as long as its lines said.
+            let ended = self.last_total.filter(|t| *t >= last).unwrap_or(last);
+            self.local = Some((ended, e));
+            self.local_len = printed;
+            rec.step = Some(ended + n);
             rec.total = None;
             return self.advance(rec);
         }
+        self.local_len = None;
         self.local = None;
         self.advance(rec)
     }
@@ -357,6 +373,14 @@ mod tests {
         assert_eq!(step(&mut c, g, Some(2.0), 100, None), Some(500));
         assert_eq!(step(&mut c, g, Some(2.0), 400, None), Some(800));
         assert_eq!(step(&mut c, g, Some(3.0), 100, None), Some(900));
+        // YOLOX prints every tenth of 883 iterations: each epoch is as long as its lines
+        // say, the three after its last printed line included.
+        let mut c = Counters::default();
+        assert_eq!(step(&mut c, g, Some(1.0), 10, Some(883)), Some(10));
+        assert_eq!(step(&mut c, g, Some(1.0), 880, Some(883)), Some(880));
+        assert_eq!(step(&mut c, g, Some(2.0), 10, Some(883)), Some(893));
+        assert_eq!(step(&mut c, g, Some(2.0), 880, Some(883)), Some(1763));
+        assert_eq!(step(&mut c, g, Some(3.0), 10, Some(883)), Some(1776));
     }
 
     #[test]
