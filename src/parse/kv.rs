@@ -154,7 +154,7 @@ fn after_day(before: &[u8]) -> bool {
 fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
     let mut rest = skip(seg, b" '\",");
     while !rest.is_empty() {
-        if let Some((key, value, used)) = bracketed_count(rest) {
+        if let Some((key, value, used)) = bracketed_count(rest).or_else(|| numbered(rest)) {
             f(key, value);
             rest = skip(&rest[used..], b" '\",");
             continue;
@@ -279,6 +279,23 @@ fn bracketed_count(s: &str) -> Option<(&str, &str, usize)> {
         key
     };
     Some((key, value, close + 1))
+}
+
+/// A count written as a number: `Step #120: rate 0.0005, cross entropy 2.51` (TensorFlow's
+/// speech example). Returns the key, the value and the bytes used.
+fn numbered(s: &str) -> Option<(&str, &str, usize)> {
+    let word = s
+        .bytes()
+        .take_while(|c| c.is_ascii_alphabetic() || *c == b'_')
+        .count();
+    let rest = s[word..].strip_prefix(" #")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if word == 0 || digits == 0 {
+        return None;
+    }
+    let start = word + 2;
+    let end = start + digits;
+    Some((&s[..word], &s[start..end], (end + 1).min(s.len())))
 }
 
 /// The key a position in brackets is given: no log prints it.

@@ -432,6 +432,15 @@ mod tests {
         assert_eq!((s.step, s.loss), (Some(50), Some(9.34)));
     }
 
+    /// A count written `Step #N`, at the end of a line too.
+    #[test]
+    fn a_numbered_count_is_the_step() {
+        let s = step("Step #120: rate 0.000500, accuracy 5.00%, cross entropy 2.508803");
+        assert_eq!((s.step, s.loss), (Some(120), Some(2.508803)));
+        let s = step("loss=2.5 Step #7");
+        assert_eq!((s.step, s.loss), (Some(7), Some(2.5)));
+    }
+
     /// The figures' Chinese names, as users print them.
     #[test]
     fn chinese_names_are_the_same_figures() {
@@ -441,16 +450,5 @@ mod tests {
         assert_eq!(s.lr, Some(0.0001));
         assert_eq!(s.step_time_ms, Some(520.0));
         assert_eq!(s.data_time_ms, Some(110.0));
-    }
-}
-#[cfg(test)]
-mod scratch {
-    #[test]
-    fn show() {
-        for line in std::fs::read_to_string("/tmp/one.log").unwrap().lines() {
-            let mut out = Vec::new();
-            crate::parse::Parser::default().parse(line.as_bytes(), &mut out);
-            println!("{line}\n  {out:?}");
-        }
     }
 }
