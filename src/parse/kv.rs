@@ -468,6 +468,9 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
             let tok = value.split([' ', ',']).next().unwrap_or("");
             if tok.contains(':') {
                 num::duration_s(tok)
+            } else if unit == Unit::S || unit == Unit::None && default == Unit::S {
+                // Seconds as printed: no round trip through milliseconds.
+                Some(v)
             } else {
                 num::to_ms(v, unit, default).map(|ms| ms / 1000.0)
             }
@@ -505,6 +508,10 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         // nanoGPT prints -100% until its estimate is ready.
         Field::Mfu => !v.is_sign_negative() && set(&mut rec.mfu_pct, v),
         Field::Memory(default) => set_opt(&mut rec.memory_mb, num::to_mib(v, unit, default)),
+        // `left time: 51092.2839s`: seconds as a number; `eta: 5:22:17`, a clock.
+        Field::Eta if unit == Unit::S || unit == Unit::None && suffix.trim().is_empty() => {
+            set(&mut rec.eta_s, v)
+        }
         Field::Eta => set_opt(&mut rec.eta_s, num::duration_s(value)),
         _ => false,
     };

@@ -1325,6 +1325,40 @@ mod tests {
         }
     }
 
+    /// The real logs of every batch (fixtures/wild), each file's first records as written: the
+    /// memo reads them as the parser does, layouts nobody wrote for it included.
+    #[test]
+    fn memo_reads_the_real_logs_exactly_as_the_parser_does() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/wild");
+        let mut files = Vec::new();
+        let mut folders = vec![root];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).expect("fixtures/wild") {
+                let p = entry.expect("entry").path();
+                if p.is_dir() {
+                    folders.push(p);
+                } else if !p
+                    .extension()
+                    .is_some_and(|e| e == "toml" || e == "json" || e == "csv" || e == "py")
+                    && !p.to_string_lossy().contains("tfevents")
+                {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        for f in files {
+            let mut records = Vec::new();
+            let mut split = LineSplitter::new();
+            split.push(&std::fs::read(&f).expect("log"), &mut |_, r| {
+                if records.len() < 2000 {
+                    records.push(r.to_vec());
+                }
+            });
+            compare(&records);
+        }
+    }
+
     #[test]
     fn a_figure_the_parser_adds_up_is_read_as_a_sum() {
         // Ultralytics' loss is the sum of its loss columns: three here, five for pose models;
