@@ -173,7 +173,11 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
                 Some((key, value)) if key.trim().eq_ignore_ascii_case("batch") => {
                     f("iter", skip(value, b" "));
                 }
-                Some(_) => segment_pairs(inner, f),
+                Some(_) => {
+                    for seg in segments(inner) {
+                        segment_pairs(seg, f);
+                    }
+                }
                 None => {}
             }
             rest = skip(&rest[close + 1..], b" '\",");
@@ -226,6 +230,11 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
             rest = value;
             continue;
         }
+        // `extra_info: loss[1.67]`: an unknown key whose value is counts in brackets.
+        if lookup(key).is_none() && bracketed_count(value).is_some() {
+            rest = value;
+            continue;
+        }
         // `Train: [0/300][10/390]`: an unknown key whose value is positions in brackets.
         if value.starts_with('[')
             && lookup(key).is_none()
@@ -261,10 +270,11 @@ fn bracketed_count(s: &str) -> Option<(&str, &str, usize)> {
     };
     let close = open + memchr::memchr(b']', &b[open..])?;
     let inner = s[open + 1..close].trim();
+    // A count, a range of counts, a position, or a figure (`loss[1.6742233]`).
     if !inner.starts_with(|c: char| c.is_ascii_digit())
         || !inner
             .bytes()
-            .all(|c| c.is_ascii_digit() || matches!(c, b'-' | b'/' | b' '))
+            .all(|c| c.is_ascii_digit() || matches!(c, b'-' | b'/' | b' ' | b'.' | b'e' | b'+'))
     {
         return None;
     }
@@ -305,28 +315,34 @@ const POSITION: &str = "[position]";
 /// the epoch of its total and the step within it (Swin's `Train: [0/300][10/390]`, a text
 /// recogniser's `[1/100000] Train loss: 4.3`). Calls `f` for each and returns the bytes used.
 fn bracketed_positions<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) -> Option<usize> {
-    let position = |from: usize| -> Option<(&'a str, usize)> {
+    let digits = |t: &str| !t.trim().is_empty() && t.trim().bytes().all(|c| c.is_ascii_digit());
+    // `[i/N]`, or with `alone` a bare `[e]`.
+    let position = |from: usize, alone: bool| -> Option<(&'a str, usize)> {
         let inner_start = from + 1;
         if s.as_bytes().get(from) != Some(&b'[') {
             return None;
         }
         let close = inner_start + memchr::memchr(b']', &s.as_bytes()[inner_start..])?;
         let inner = s[inner_start..close].trim();
-        let (a, b) = inner.split_once('/')?;
-        let digits = |t: &str| !t.trim().is_empty() && t.trim().bytes().all(|c| c.is_ascii_digit());
-        (digits(a) && digits(b)).then_some((inner, close + 1))
+        let whole = match inner.split_once('/') {
+            Some((a, b)) => digits(a) && digits(b),
+            None => alone && digits(inner),
+        };
+        whole.then_some((inner, close + 1))
     };
-    let (first, end) = position(0)?;
-    match position(end) {
+    let (first, end) = position(0, true)?;
+    match position(end, false) {
         Some((second, end)) => {
             f(POSITION, first);
             f(POSITION, second);
             Some(end)
         }
-        None => {
+        // `[0]` alone is no position (a rank, an index): only `[e][i/N]` makes it an epoch.
+        None if first.contains('/') => {
             f(POSITION, first);
             Some(end)
         }
+        None => None,
     }
 }
 
@@ -462,7 +478,15 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
         Field::Epoch => set(&mut rec.epoch, v),
         // A clock (`Time: 0:00:20`) is a time so far or a time left, never one step's.
         Field::StepTime(_) if suffix.starts_with(':') => false,
-        Field::StepTime(default) => set_opt(&mut rec.step_time_ms, num::to_ms(v, unit, default)),
+        Field::StepTime(default) => set_opt(&mut rec.step_time_ms, duration_ms(v, unit, default)),
+        // One multiplication (ms a unit over the steps), so that `Time(1000 iters): 2.358s`
+        // is 2.358 ms exactly, as the shape memo reads it too.
+        Field::IntervalTime(n, default) => set_opt(
+            &mut rec.step_time_ms,
+            num::to_ms(1.0, unit, default)
+                .map(|per| v * (per / f64::from(n)))
+                .filter(|ms| *ms < 1e10),
+        ),
         Field::Elapsed(default) => set_opt(&mut rec.elapsed_s, {
             // `0:41:07` is a clock, not a number with a unit.
             let tok = value.split([' ', ',']).next().unwrap_or("");
@@ -475,8 +499,8 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
                 num::to_ms(v, unit, default).map(|ms| ms / 1000.0)
             }
         }),
-        Field::AvgStepTime(default) => set_opt(&mut rec.avg_step_ms, num::to_ms(v, unit, default)),
-        Field::DataTime(default) => set_opt(&mut rec.data_time_ms, num::to_ms(v, unit, default)),
+        Field::AvgStepTime(default) => set_opt(&mut rec.avg_step_ms, duration_ms(v, unit, default)),
+        Field::DataTime(default) => set_opt(&mut rec.data_time_ms, duration_ms(v, unit, default)),
         Field::TimePerStep => {
             let per = suffix.split('/').next().unwrap_or("");
             let unit = match per {
@@ -484,7 +508,7 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
                 "ms" => Unit::Ms,
                 _ => Unit::S,
             };
-            set_opt(&mut rec.step_time_ms, num::to_ms(v, unit, Unit::S))
+            set_opt(&mut rec.step_time_ms, duration_ms(v, unit, Unit::S))
         }
         Field::SamplesPerS => set(&mut rec.samples_per_s, scaled(v, suffix)),
         Field::ItersPerS => set(&mut rec.iters_per_s, scaled(v, suffix)),
@@ -670,6 +694,12 @@ fn scaled(v: f64, suffix: &str) -> f64 {
         Some(b'G') => v * 1e9,
         _ => v,
     }
+}
+
+/// A step's or a wait's length in ms; None for a figure over a hundred days, which is a clock
+/// (MLPerf's `"time_ms": 1684443437908`, the Unix time) and no length at all.
+fn duration_ms(v: f64, unit: Unit, default: Unit) -> Option<f64> {
+    num::to_ms(v, unit, default).filter(|ms| *ms < 1e10)
 }
 
 fn set(slot: &mut Option<f64>, v: f64) -> bool {

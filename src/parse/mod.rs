@@ -652,6 +652,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
             let measure = matches!(
                 field,
                 vocabulary::Field::StepTime(_)
+                    | vocabulary::Field::IntervalTime(..)
                     | vocabulary::Field::DataTime(_)
                     | vocabulary::Field::TimePerStep
                     | vocabulary::Field::SamplesPerS

@@ -39,6 +39,13 @@ pub fn number_unit(s: &str) -> Option<(f64, Unit, &str)> {
     let value = decimal(num)?;
     trace::note(num, Kind::Decimal, Some(Val::F(value)));
     let rest = rest.trim_start_matches(['\'', '"']);
+    // `4.7864 ms`, `0.15 seconds`: a unit written apart from its number.
+    if let Some(apart) = rest.strip_prefix(' ') {
+        let unit = unit_of(apart);
+        if !matches!(unit, Unit::None | Unit::Other) {
+            return Some((value, unit, rest));
+        }
+    }
     Some((value, unit_of(rest), rest))
 }
 
@@ -260,7 +267,7 @@ fn unit_of(rest: &str) -> Unit {
         "" => Unit::None,
         "us" | "µs" => Unit::Us,
         "ms" => Unit::Ms,
-        "s" | "sec" | "secs" => Unit::S,
+        "s" | "sec" | "secs" | "second" | "seconds" => Unit::S,
         "K" | "KB" | "KiB" | "k" => Unit::KiB,
         "M" | "MB" | "MiB" => Unit::MiB,
         "G" | "GB" | "GiB" => Unit::GiB,

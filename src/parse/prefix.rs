@@ -256,6 +256,13 @@ fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
             return r[level_end..].trim_start_matches(':');
         }
     }
+    // `2021-07-29 14:38:40,512:INFO: msg`.
+    if let Some(r) = rest.strip_prefix(':')
+        && let Some((level, msg)) = r.split_once(':')
+        && is_level(level)
+    {
+        return msg;
+    }
     rest.strip_prefix(": ").unwrap_or(rest)
 }
 

@@ -20,6 +20,9 @@ pub enum Field {
     TotalSteps,
     Epoch,
     StepTime(Unit),
+    /// The time of the steps its key counts (HugeCTR's `Time(100 iters): 0.525s`): each step's
+    /// is that over their number.
+    IntervalTime(u32, Unit),
     /// Training time so far: `train_time:98412ms`, `elapsed: 0:41:07`.
     Elapsed(Unit),
     /// The step time averaged since the start: `step_avg:231.55ms`.
@@ -64,28 +67,32 @@ pub enum Field {
 /// Maps a key to its field; a key with words before it (`[train] step`, `INFO loss`) falls back
 /// to its last word.
 pub fn lookup(key: &str) -> Option<Field> {
-    field_of(key).or_else(|| namespaced(key)).or_else(|| {
-        // `loss is 2.31` (MindSpore's), `avg loss so far is 0.11`: the words before `is`.
-        if let Some(phrase) = key.strip_suffix(" is") {
-            let phrase = phrase.strip_suffix(" so far").unwrap_or(phrase);
-            return lookup(phrase);
-        }
-        // `update batch_size to 8`, `set num_workers to 4`: the word before `to`.
-        if let Some(phrase) = key.strip_suffix(" to") {
-            return lookup(phrase.rsplit(' ').next()?).filter(|f| !matches!(f, Field::Step));
-        }
-        let last = key.rsplit([' ', '(', '[', '{']).next()?;
-        if last.len() == key.len() {
-            return None;
-        }
-        let field = field_of(last)?;
-        // `Training time=1.25s`, `Generate time=2.92s`: a part of the step, not the step
-        // (an RLHF step is generation, then training).
-        if matches!(field, Field::StepTime(_)) && names_a_phase(&key[..key.len() - last.len()]) {
-            return None;
-        }
-        Some(field)
-    })
+    field_of(key)
+        .or_else(|| namespaced(key))
+        .or_else(|| interval(key))
+        .or_else(|| {
+            // `loss is 2.31` (MindSpore's), `avg loss so far is 0.11`: the words before `is`.
+            if let Some(phrase) = key.strip_suffix(" is") {
+                let phrase = phrase.strip_suffix(" so far").unwrap_or(phrase);
+                return lookup(phrase);
+            }
+            // `update batch_size to 8`, `set num_workers to 4`: the word before `to`.
+            if let Some(phrase) = key.strip_suffix(" to") {
+                return lookup(phrase.rsplit(' ').next()?).filter(|f| !matches!(f, Field::Step));
+            }
+            let last = key.rsplit([' ', '(', '[', '{']).next()?;
+            if last.len() == key.len() {
+                return None;
+            }
+            let field = field_of(last)?;
+            // `Training time=1.25s`, `Generate time=2.92s`: a part of the step, not the step
+            // (an RLHF step is generation, then training).
+            if matches!(field, Field::StepTime(_)) && names_a_phase(&key[..key.len() - last.len()])
+            {
+                return None;
+            }
+            Some(field)
+        })
 }
 
 /// A logger's namespaced key (`train/CrossEntropyLoss`, `throughput/device/tokens_per_second`,
@@ -110,6 +117,23 @@ fn namespaced(key: &str) -> Option<Field> {
         Field::Step | Field::Total | Field::Epoch => return None,
         f => f,
     })
+}
+
+/// `Time(100 iters)`, `time (50 steps)`: a time over the steps the key counts.
+fn interval(key: &str) -> Option<Field> {
+    let (name, inner) = key.strip_suffix(')')?.split_once('(')?;
+    let (n, what) = inner.trim().split_once(' ')?;
+    let n: u32 = n.parse().ok().filter(|n| *n > 0)?;
+    if !matches!(
+        what.trim().to_ascii_lowercase().as_str(),
+        "iter" | "iters" | "iteration" | "iterations" | "step" | "steps" | "batch" | "batches"
+    ) {
+        return None;
+    }
+    match field_of(name.trim())? {
+        Field::StepTime(unit) => Some(Field::IntervalTime(n, unit)),
+        _ => None,
+    }
 }
 
 /// Words before `time` that make it one phase's time.
@@ -178,7 +202,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"train_steps" => TotalSteps,
         b"epoch" | b"ep" => Epoch,
         b"time" | b"step_time" | b"batch_time" | b"iter_time" | b"time_per_batch"
-        | b"time_per_step" | b"time_per_iter" | b"iteration_time"
+        | b"time_per_step" | b"time_per_iter" | b"iteration_time" | b"time_consumption"
         // PaddlePaddle's toolkits: a step's own time, or the mean over the steps since the
         // last print (`avg_`): a per-step figure either way.
         | b"batch_cost" | b"avg_batch_cost" | b"iter_cost" => StepTime(Unit::S),
@@ -204,7 +228,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         // PaddlePaddle's toolkits: the wait for the batch, its own or the mean since the
         // last print.
         | b"reader_cost" | b"avg_reader_cost" | b"data_cost" | b"data_s" | b"loader_time"
-        | b"data_loading_time" => DataTime(Unit::S),
+        | b"data_loading_time" | b"rtime" | b"reader_time" => DataTime(Unit::S),
         b"data_time_ms" | b"data_ms" => DataTime(Unit::Ms),
         b"s/it" | b"ms/step" | b"s/step" | b"us/step" | b"ms/it" | b"ms/iter" | b"s/iter"
         | b"sec/step" | b"sec/iter" | b"ms/batch" | b"s/batch" => TimePerStep,
@@ -252,6 +276,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"instantaneous_batch_size_per_device"
         | b"micro_batch_size"
         | b"micro_batch_size_b"
+        // EAST's `mini-batch is [2/1600]`: a size, or with `/` a position (`kv::apply`).
+        | b"mini_batch"
         | b"device_train_batch_size"
         | b"batch_size_per_gpu"
         | b"batch_size_per_device"
@@ -289,6 +315,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         b"batch_loss" | b"avg_loss" | b"cross_entropy" | b"xent" | b"celoss" | b"ce_loss" => {
             Loss(1)
         }
+        // BasicSR's pixel loss, its only loss in a restoration run.
+        b"l_pix" => Loss(2),
         b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value"
         // RLHF: the actor's (policy) loss is the one trained.
         | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss" => Loss(3),
@@ -323,6 +351,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"num_data_workers"
         | b"workers_per_gpu" => NumWorkers,
         b"pin_memory" | b"dataloader_pin_memory" => PinMemory,
+        // Old PaddlePaddle's `Pass 3, batch 20`: an epoch.
+        b"pass" => Epoch,
         b"amp_dtype" | b"mixed_precision" | b"precision" | b"dtype" | b"autocast_dtype" => AmpDtype,
         b"fp16" | b"bf16" | b"amp" => AmpDtype,
         b"gradient_checkpointing"
