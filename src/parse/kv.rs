@@ -153,19 +153,24 @@ fn after_day(before: &[u8]) -> bool {
 
 fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
     let mut rest = skip(seg, b" '\",");
+    // Most segments hold no bracket and no `#`: the counts written with them are not looked
+    // for there.
+    let marked = memchr::memchr2(b'[', b'#', seg.as_bytes()).is_some();
     while !rest.is_empty() {
-        if let Some((key, value, used)) = bracketed_count(rest).or_else(|| numbered(rest)) {
+        if marked && let Some((key, value, used)) = bracketed_count(rest).or_else(|| numbered(rest))
+        {
             f(key, value);
             rest = skip(&rest[used..], b" '\",");
             continue;
         }
-        if let Some(used) = bracketed_positions(rest, f) {
+        if marked && let Some(used) = bracketed_positions(rest, f) {
             rest = skip(&rest[used..], b" '\",:");
             continue;
         }
         // `[Train][Epoch 1/26][Iter: 10/1096]lr: 0.1`, `[Epoch 0][Batch 99]`: pairs in brackets,
         // a bracketed batch a position; a tag (`[Train]`) is passed over.
-        if rest.starts_with('[')
+        if marked
+            && rest.starts_with('[')
             && let Some(close) = rest.find(']')
         {
             let inner = &rest[1..close];
@@ -231,12 +236,13 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
             continue;
         }
         // `extra_info: loss[1.67]`: an unknown key whose value is counts in brackets.
-        if lookup(key).is_none() && bracketed_count(value).is_some() {
+        if marked && lookup(key).is_none() && bracketed_count(value).is_some() {
             rest = value;
             continue;
         }
         // `Train: [0/300][10/390]`: an unknown key whose value is positions in brackets.
-        if value.starts_with('[')
+        if marked
+            && value.starts_with('[')
             && lookup(key).is_none()
             && let Some(used) = bracketed_positions(value, f)
         {
