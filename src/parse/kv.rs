@@ -185,7 +185,8 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
                 }
                 None => {}
             }
-            rest = skip(&rest[close + 1..], b" '\",");
+            // `[HCTR][20:49:17.111][INFO][RK0][main]: Iter: 100`: the colon closes the tags.
+            rest = skip(&rest[close + 1..], b" '\",:");
             continue;
         }
         let b = rest.as_bytes();
@@ -224,6 +225,16 @@ fn segment_pairs<'a>(seg: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
         };
         let key = key.trim().trim_matches(['\'', '"']);
         let value = skip(value, b" '\"");
+        // `Loss at step 120: 8.4997`: the figure at a count, both in one pair.
+        if let Some((figure, counter)) = key.split_once(" at ")
+            && let Some((count, figure_value)) = value.split_once(": ").or(value.split_once(" is "))
+            && lookup(counter) == Some(Field::Step)
+            && num::integer(count).is_some()
+        {
+            f(counter, count);
+            f(figure, figure_value.trim_start());
+            return;
+        }
         if !key.is_empty() {
             f(key, value);
         }

@@ -93,6 +93,18 @@ fn bracketed<'a>(t: &'a str, p: &mut Prefix<'a>) -> Option<&'a str> {
             return Some(rest);
         }
     }
+    // Open MPI's `--tag-output`: `[jobid,rank]<stderr>:`.
+    if let Some((job, r)) = inner.split_once(',')
+        && !job.is_empty()
+        && job.bytes().all(|b| b.is_ascii_digit())
+        && let Some(rest) = ["<stdout>:", "<stderr>:", ":"]
+            .iter()
+            .find_map(|tag| after.strip_prefix(tag))
+        && let Some(rank) = rank(r)
+    {
+        p.rank = Some(rank);
+        return Some(rest);
+    }
     // Open MPI's `[jobid,mpirank:N,host]`: the job id is usually 1, but any will do.
     if let Some(mpi) = inner
         .trim_start_matches(|c: char| c.is_ascii_digit())
@@ -243,7 +255,9 @@ fn logger_header<'a>(rest: &'a str, p: &mut Prefix<'a>) -> &'a str {
         && let Some(end) = r.find([' ', ':'])
     {
         if is_level(&r[..end]) {
-            return r[end..].trim_start_matches(':');
+            // `... INFO - msg`, `... INFO: msg`.
+            let msg = r[end..].trim_start_matches(':');
+            return msg.strip_prefix(" - ").unwrap_or(msg);
         }
         // `... ppdet.engine INFO: msg`, `... root INFO: msg` (Python's `%(name)s
         // %(levelname)s:`).

@@ -187,7 +187,7 @@ pub fn field_of(key: &str) -> Option<Field> {
     use Field::*;
     Some(match &buf[..raw.len()] {
         b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it"
-        | b"batch_index" | b"batch_idx" | b"iters" | b"step_#" | b"up." => Step,
+        | b"batch_index" | b"batch_idx" | b"iters" | b"step_#" | b"up." | b"global_steps" => Step,
         b"total" => Total,
         b"[position]" => Position,
         b"total_steps"
@@ -469,6 +469,47 @@ mod tests {
         assert_eq!((s.step, s.loss), (Some(120), Some(2.508803)));
         let s = step("loss=2.5 Step #7");
         assert_eq!((s.step, s.loss), (Some(7), Some(2.5)));
+    }
+
+    /// Shapes of the second fresh batch: a figure at a count (`Loss at step N: V`), a time
+    /// over the steps its key counts, a unit written apart, a clock where a length would be,
+    /// a batch numbered beside its epoch, Open MPI's tag and a level's ` - `.
+    #[test]
+    fn counts_and_lengths_as_the_second_batch_wrote_them() {
+        let s = step("2017-08-18 02:43:53,914:\tLoss at step 120: 8.499695");
+        assert_eq!((s.step, s.loss), (Some(120), Some(8.499695)));
+        let s = step(
+            "[HCTR][20:49:17.111][INFO][RK0][main]: Iter: 100 Time(100 iters): 0.525023s Loss: 0.132315 lr:0.004",
+        );
+        assert_eq!(s.step, Some(100));
+        assert!((s.step_time_ms.unwrap() - 5.25023).abs() < 1e-9);
+        let s = step(
+            "Epoch:[0/1] [1184/75869]  eta: 0:05:57  loss: 0.1354  step_time: 4.7864 ms  lr: 10.341818",
+        );
+        assert_eq!(s.step_time_ms, Some(4.7864));
+        let s = step(r#"step 10 loss 2.5 time_ms 1684443437908"#);
+        assert_eq!(s.step_time_ms, None);
+        let s = step(
+            "2023-09-12 18:13:31,385 INFO [train.py:888] (0/2) Epoch 1, batch 50, loss[loss=0.5993, simple_loss=1.199], batch size: 51, lr: 4.4e-02",
+        );
+        assert_eq!(
+            (s.epoch, s.step, s.batch_size),
+            (Some(1.0), Some(50), Some(51.0))
+        );
+        let s = step(
+            "[1,0]<stderr>:INFO:root:[Epoch 0][Batch 99], Speed: 658.447 samples/sec, RPN_Conf=0.280",
+        );
+        assert_eq!(
+            (s.epoch, s.step, s.samples_per_s),
+            (Some(0.0), Some(99), Some(658.447))
+        );
+        let s = step(
+            "2018-10-11 09:16:49,200 INFO - Epoch[5] Batch [0-20]\tSpeed: 25.77 samples/sec\tM0_RPNAcc=0.996745",
+        );
+        assert_eq!(
+            (s.epoch, s.step, s.samples_per_s),
+            (Some(5.0), Some(20), Some(25.77))
+        );
     }
 
     /// The figures' Chinese names, as users print them.
