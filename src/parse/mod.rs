@@ -523,6 +523,7 @@ fn log_line(
         b't' if p.starts_with("timer: ") => step_timer(p, out),
         b't' if p.starts_with("time (ms)") => frameworks::time_line(p, out),
         b'(' => frameworks::across_ranks_header(p, out),
+        b':' if p.starts_with(":::MLLOG") => frameworks::mllog(p, out),
         b's' if p.starts_with("step:") => frameworks::torchtitan(p, out),
         b's' if p.starts_with("steps: ") || p.starts_with("step=") => frameworks::deepspeed(p, out),
         b's' if p.starts_with("samples/sec:") => frameworks::megatron(p, out),

@@ -41,6 +41,12 @@ pub fn strip(mut s: &str) -> (Prefix<'_>, &str) {
                     logger_header(rest, &mut p)
                 })
                 .or_else(|| srun_label(t, &mut p)),
+            // NVIDIA's dllogger: `DLL 2021-05-19 10:22:28.249054 - `, the time next.
+            b'D' if t.starts_with("DLL ")
+                && t.as_bytes().get(4).is_some_and(u8::is_ascii_digit) =>
+            {
+                Some(&t[4..])
+            }
             b'I' | b'W' | b'E' | b'D' | b'C' => {
                 python_default(t, &mut p).or_else(|| glog(t, &mut p))
             }

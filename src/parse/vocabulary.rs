@@ -205,7 +205,9 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"time_per_step" | b"time_per_iter" | b"iteration_time" | b"time_consumption"
         // PaddlePaddle's toolkits: a step's own time, or the mean over the steps since the
         // last print (`avg_`): a per-step figure either way.
-        | b"batch_cost" | b"avg_batch_cost" | b"iter_cost" => StepTime(Unit::S),
+        | b"batch_cost" | b"avg_batch_cost" | b"iter_cost"
+        // dllogger's `took  0.92 s`.
+        | b"took" => StepTime(Unit::S),
         // MindSpore's `per step time: 123.4 ms`, mindformers' `per_step_time: 1432ms`.
         b"per_step_time" | b"per_iter_time" => StepTime(Unit::Ms),
         b"train_time" | b"elapsed" | b"elapsed_time" | b"time_elapsed" | b"training_time"
@@ -259,6 +261,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"examples_per_sec"
         | b"samples_per_sec_per_gpu"
         | b"s/sec"
+        | b"utts/s"
+        | b"utt/s"
         // A rate whose unit says what it counts (`ips: 259.4 samples/s`, `ips: 843 tokens/s`,
         // `Speed: 26.4 steps/s`): samples unless the unit says otherwise (`apply`).
         | b"ips"

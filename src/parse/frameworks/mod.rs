@@ -8,6 +8,7 @@ mod hf;
 mod llmc;
 mod megatron;
 mod meters;
+mod mllog;
 mod nanogpt;
 mod olmo;
 mod timers;
@@ -22,6 +23,7 @@ pub use hf::{dict_line, metrics_line};
 pub use llmc::{llm_step, llmc_file};
 pub use megatron::megatron;
 pub use meters::{headless_meter, meters};
+pub use mllog::mllog;
 pub use nanogpt::nanogpt;
 pub use olmo::{figure as record_figure, header as record_header};
 pub use timers::{
