@@ -81,7 +81,8 @@ pub fn lookup(key: &str) -> Option<Field> {
                 return lookup(phrase.rsplit(' ').next()?).filter(|f| !matches!(f, Field::Step));
             }
             let last = key.rsplit([' ', '(', '[', '{']).next()?;
-            if last.len() == key.len() {
+            // `(writing took 2.1 seconds)`: what took is named before it, and it is no step.
+            if last.len() == key.len() || last.eq_ignore_ascii_case("took") {
                 return None;
             }
             let field = field_of(last)?;

@@ -76,6 +76,10 @@ import struct
 import sys
 from pathlib import Path
 
+# truth.py is imported for its writer: no bytecode beside the sources.
+sys.dont_write_bytecode = True
+from truth import write_truths  # noqa: E402
+
 EVAL_RE = re.compile(r"val|eval|test|valid", re.I)
 EVAL_DIRS = {"validation", "eval", "val", "test", "valid"}
 SAMPLES_RE = re.compile(r"samples_per_sec|samples_per_second|samples/s", re.I)
@@ -369,25 +373,16 @@ def main(argv):
     check = "--check" in argv
     names = [a for a in argv if not a.startswith("--")]
     dirs = [ROOT / n for n in names] if names else metric_cases()
-    stale = []
-    for c in dirs:
-        t = truth(str(c))
-        for k in ("step_time_ms", "data_share", "samples_per_s", "iters_per_s"):
-            if isinstance(t[k], float) and math.isfinite(t[k]):
-                t[k] = round(t[k], 6)
-        text = json.dumps(t, indent=2) + "\n"
-        path = Path(c, "truth.json")
-        if names:
-            print(c, text)
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(Path(c).name)
-        else:
-            path.write_text(text)
-    if stale:
-        print("truth.json out of date (run python3 tests/wild/metric_truth.py): " + ", ".join(stale))
-        return 1
-    return 0
+    return write_truths(dirs, text_of, show=bool(names), check=check, script="metric_truth.py")
+
+
+def text_of(case):
+    """A case's truth.json: its figures, rounded as written."""
+    t = truth(str(case))
+    for k in ("step_time_ms", "data_share", "samples_per_s", "iters_per_s"):
+        if isinstance(t[k], float) and math.isfinite(t[k]):
+            t[k] = round(t[k], 6)
+    return json.dumps(t, indent=2) + "\n"
 
 
 if __name__ == "__main__":

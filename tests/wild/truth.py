@@ -392,11 +392,21 @@ def main(argv):
         p.parent for p in ROOT.glob("*/case.toml")
         if not re.search(r'^kind = "metric-files"$', p.read_text(), re.M)
     )
+    return write_truths(
+        dirs, lambda d: json.dumps(truth_of(d), indent=2, sort_keys=True) + "\n",
+        show=bool(names), check=check, script="truth.py",
+    )
+
+
+def write_truths(dirs, text_of, show, check, script):
+    """Writes each case's truth.json as `text_of` gives it, or with `check` lists the ones that
+    differ; `show` prints them. Shared with metric_truth.py."""
     stale = []
     for d in dirs:
-        text = json.dumps(truth_of(d), indent=2, sort_keys=True) + "\n"
+        d = Path(d)
+        text = text_of(d)
         path = d / "truth.json"
-        if names:
+        if show:
             print(f"{d.name}: {text}")
         if check:
             if not path.exists() or path.read_text() != text:
@@ -404,7 +414,7 @@ def main(argv):
         else:
             path.write_text(text)
     if stale:
-        print("truth.json out of date (run python3 tests/wild/truth.py): " + ", ".join(stale))
+        print(f"truth.json out of date (run python3 tests/wild/{script}): " + ", ".join(stale))
         return 1
     return 0
 
