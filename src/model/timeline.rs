@@ -176,7 +176,14 @@ impl Timeline {
         {
             return;
         }
-        let after = self.pending.take();
+        // A step line with no time and no timestamp leaves the boundary to the line that
+        // times it (`iters: 100, epoch: 2 | loss` then `speed: 3.1s/iter` after a validation):
+        // that time holds the pause.
+        let after = if ms.is_some() || time.1 {
+            self.pending.take()
+        } else {
+            self.pending
+        };
         let (t, real) = time;
         if real {
             if let (Some(_), Some(prev), Some(usual)) = (after, self.last_time, usual_ms()) {
@@ -369,6 +376,18 @@ mod tests {
         assert_eq!(t.marks[4].after, Some(EventKind::Eval));
         assert_eq!(t.wall_s(), Some(34.0));
         assert_eq!(t.step_clock, Some(Some(7.0)));
+    }
+
+    /// PatchTST's loop prints `iters: 100, epoch: 2 | loss: 0.35` (no time) and then, on a line
+    /// of its own, `speed: 3.12s/iter` (no step): after a validation, that time is the one
+    /// that holds the pause, so the boundary waits for it.
+    #[test]
+    fn a_boundary_goes_to_the_line_that_times_the_step() {
+        let mut t = Timeline::default();
+        t.boundary(EventKind::Eval);
+        t.step(Some(100), (1.0, false), None, || None, (None, true));
+        t.step(None, (2.0, false), Some(3120.0), || None, (None, true));
+        assert_eq!(t.marks.back().map(|m| m.after), Some(Some(EventKind::Eval)));
     }
 
     /// The marks' time weighed by the steps each stands for is kept as marks come and go:
