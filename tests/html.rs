@@ -1,7 +1,7 @@
 //! `report --format html` in a real browser: headless chromium (`.ci/run` installs Debian's)
 //! loads two fixtures' pages from disk with the network off, and the DOM it builds must hold
 //! the charts at their sizes with their curves drawn, no script, and log text as text; it
-//! logs no console error. A screenshot of one page is taken at the window's size: the README
+//! logs no console error. A screenshot of one page is taken at the window's size: docs/report.md
 //! shows it (`STEPTOP_BLESS=1 cargo test --test html` takes it again).
 
 use std::path::{Path, PathBuf};
@@ -143,7 +143,7 @@ fn two_fixture_pages_load_in_chromium_with_their_charts() {
             "{name}: a page with charts is not a blank image"
         );
     }
-    // The README shows the first; STEPTOP_BLESS=1 takes it again.
+    // docs/report.md shows the first; STEPTOP_BLESS=1 takes it again.
     if std::env::var_os("STEPTOP_BLESS").is_some() {
         let kept = fixture("tests/snapshots/html/seed000.png");
         std::fs::create_dir_all(kept.parent().expect("dir")).expect("mkdir");

@@ -316,12 +316,12 @@ fn a_bad_address_is_a_usage_error_naming_it() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not-an-address"));
 }
 
-/// The fenced block of the README that starts with `first`.
+/// The fenced block of docs/metrics.md that starts with `first`.
 fn readme_block(first: &str) -> String {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/metrics.md")).unwrap();
     let start = readme
         .find(&format!("```yaml\n{first}"))
-        .unwrap_or_else(|| panic!("README has no yaml block starting {first:?}"));
+        .unwrap_or_else(|| panic!("docs/metrics.md has no yaml block starting {first:?}"));
     let body = &readme[start + "```yaml\n".len()..];
     body[..body.find("```").unwrap()].to_string()
 }

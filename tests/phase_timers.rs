@@ -168,7 +168,7 @@ fn lightning_profiler_report() {
     );
     let m = read(&std::fs::read_to_string(path).unwrap());
     let b = m.step_breakdown(Over::Run);
-    // The table's own figures (README.md), in ms.
+    // The profiler table's own figures (in the log), in ms.
     assert!(close(b.forward_ms, 2.9583));
     assert!(close(
         part(&m, "[Strategy]SingleDeviceStrategy.backward"),

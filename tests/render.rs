@@ -341,11 +341,11 @@ fn every_theme_draws_and_mono_has_no_colour() {
 #[test]
 fn the_readme_lists_every_key() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/live.md")).unwrap();
     for b in steptop::testing::bindings(true) {
         assert!(
             readme.contains(&format!(" | {} |\n", b.help)),
-            "README's key table lacks '{}'",
+            "docs/live.md's key table lacks '{}'",
             b.help
         );
     }

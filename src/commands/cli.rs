@@ -102,7 +102,7 @@ pub struct OutputArgs {
     /// No full-screen view: print each alert change (raised, escalated, cleared) as one line.
     #[arg(long)]
     pub headless: bool,
-    /// Headless lines: text for people, or JSON lines (see README for the schema).
+    /// Headless lines: text for people, or JSON lines (see docs/headless.md for the schema).
     #[arg(long, value_enum, default_value_t = LineFormat::Text, requires = "headless")]
     pub format: LineFormat,
     /// Also print a one-line status this often (`60s`, `5m`): step, samples/s, step time,

@@ -22,7 +22,7 @@ use crate::common::units::Fixed;
 pub struct Rule {
     pub id: &'static str,
     pub basis: Basis,
-    /// What it detects, in one line: the README's rule table says it (a test checks).
+    /// What it detects, in one line: docs/diagnosis.md's rule table says it (a test checks).
     pub summary: &'static str,
     pub params: &'static [Param],
     /// A detail of where the time goes (a hot stage, unlogged time, a config hint) rather
@@ -159,21 +159,21 @@ mod tests {
 
     #[test]
     fn the_readme_documents_every_rule_and_knob() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../docs/diagnosis.md");
         for r in RULES {
             let row = readme
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{}` |", r.id)))
-                .unwrap_or_else(|| panic!("README has no row for {}", r.id));
+                .unwrap_or_else(|| panic!("docs/diagnosis.md has no row for {}", r.id));
             assert!(
                 row.contains(r.summary),
-                "README row of {} lacks its summary",
+                "docs/diagnosis.md row of {} lacks its summary",
                 r.id
             );
             for q in r.params {
                 assert!(
                     row.contains(&format!("`{}` {:?}", q.key, q.default)),
-                    "README row of {} lacks `{}` {:?}",
+                    "docs/diagnosis.md row of {} lacks `{}` {:?}",
                     r.id,
                     q.key,
                     q.default

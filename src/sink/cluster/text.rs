@@ -11,7 +11,7 @@ pub fn render(url: &str, c: &Cluster) -> String {
     if c.jobs.is_empty() {
         out.push_str(
             "no steptop node found: is each node running `steptop --headless --metrics-addr` \
-             and is it in Prometheus's scrape config (see the README)?\n",
+             and is it in Prometheus's scrape config (see docs/metrics.md)?\n",
         );
     }
     for j in &c.jobs {

@@ -1,5 +1,5 @@
 //! `steptop report`: whole files through the same parser and model, summarised once. The JSON
-//! form is a versioned schema (see README); text is for a terminal, markdown for an issue.
+//! form is a versioned schema (see docs/report.md); text is for a terminal, markdown for an issue.
 
 mod html;
 mod markdown;
