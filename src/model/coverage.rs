@@ -13,6 +13,15 @@
 
 use crate::parse::record::StepRecord;
 
+/// The steps a line at `step` stands for: those since the line before it at `before`, or one
+/// where either is unknown or the count did not go forward.
+pub fn steps_since(before: Option<u64>, step: Option<u64>) -> f64 {
+    match (before, step) {
+        (Some(before), Some(step)) if step > before => (step - before) as f64,
+        _ => 1.0,
+    }
+}
+
 /// Sums of values, each weighted by the steps it stands for.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Weighted {

@@ -792,10 +792,7 @@ impl Model {
         // A printed step time is each step's: a line every hundred steps moves the clock by a
         // hundred of them.
         if new_step && let Some(ms) = d.step_time_ms {
-            let covers = match (d.step, self.merged.last_step) {
-                (Some(step), Some(last)) => (step - last) as f64,
-                _ => 1.0,
-            };
+            let covers = coverage::steps_since(self.merged.last_step, d.step);
             self.step_clock_s += ms * covers / 1000.0;
         }
         if new_step {

@@ -427,10 +427,7 @@ impl RankState {
         self.records += 1;
         self.last_time = Some(t);
         // The steps this line stands for: those since the rank's line before.
-        let covers = match (d.step, self.last_step) {
-            (Some(step), Some(before)) if step > before => (step - before) as f64,
-            _ => 1.0,
-        };
+        let covers = super::coverage::steps_since(self.last_step, d.step);
         if let Some(step) = d.step {
             self.first_step.get_or_insert(step);
             self.last_step = Some(step);

@@ -203,10 +203,7 @@ impl Timeline {
             self.last_timed_step = step.or(self.last_timed_step);
         }
         if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
-            let covers = match (self.marks.back().and_then(|m| m.step), step) {
-                (Some(before), Some(step)) if step > before => (step - before) as f64,
-                _ => 1.0,
-            };
+            let covers = super::coverage::steps_since(self.marks.back().and_then(|m| m.step), step);
             let mut replaced = None;
             if self.marks.len() == MARKS_KEPT
                 && let Some(old) = self.marks.pop_front()

@@ -606,9 +606,8 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         // ModelConfig(max_sequence_length=4096), global_train_batch_size=512)`): its settings.
         kv::assignments(p, &mut |key, value| {
             if let Some(fact) = vocabulary::lookup(key).and_then(|f| kv::config_fact(f, key, value))
-                && (ctx.section != Section::Eval || !fact.is_loader_setting())
             {
-                out.push(Record::Config(fact));
+                push_setting(ctx.section, fact, out);
             }
         });
         return (out.len() > before).then_some(Format::KeyValue);
@@ -637,10 +636,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
             return;
         }
         if let Some(fact) = kv::config_fact(field, key, value) {
-            // An evaluation loader's settings are not the training's.
-            if ctx.section != Section::Eval || !fact.is_loader_setting() {
-                out.push(Record::Config(fact));
-            }
+            push_setting(ctx.section, fact, out);
             facts += 1;
         }
         if evaluation && matches!(field, vocabulary::Field::Loss(_)) {
@@ -672,7 +668,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
             vocabulary::Field::BatchSize
         };
         if let Some(fact) = kv::config_fact(field, "batch", value) {
-            out.push(Record::Config(fact));
+            push_setting(ctx.section, fact, out);
             facts += 1;
         }
         if kv::apply(field, value, &mut rec, &mut seen) && field == vocabulary::Field::Step {
@@ -731,6 +727,13 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         push_event(EventKind::NonFinite, p, out);
     }
     (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// A setting read in `section`: an evaluation loader's settings are not the training's.
+fn push_setting(section: Section, fact: ConfigFact, out: &mut Vec<Record>) {
+    if section != Section::Eval || !fact.is_loader_setting() {
+        out.push(Record::Config(fact));
+    }
 }
 
 /// A key of an evaluation's result or timer (`val-core/gsm8k/acc`, `val/loss`,

@@ -391,12 +391,11 @@ impl Feed {
             && let Record::Step(s) = rec
             && let Some(ms) = s.step_time_ms
         {
-            let covers = match (self.synthetic_step, s.step) {
-                (Some((rank, before)), Some(step)) if rank == stamp.rank && step > before => {
-                    (step - before) as f64
-                }
-                _ => 1.0,
-            };
+            let before = self
+                .synthetic_step
+                .filter(|(rank, _)| *rank == stamp.rank)
+                .map(|(_, step)| step);
+            let covers = crate::model::coverage::steps_since(before, s.step);
             if let Some(step) = s.step {
                 self.synthetic_step = Some((stamp.rank, step));
             }
