@@ -95,13 +95,19 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
         if let (Some((_, a, b)), Some(it)) = (batch, of("iters_per_s")) {
             let sps = of("samples_per_s");
             let gained = sps.and_then(|c| c.ratio).map(|r| r - 1.0);
+            // The advice turns on which way the batch moved: a smaller batch that lost
+            // throughput left the GPU short of work, a bigger one that lost it is too big.
+            let grew = match (a.parse::<f64>(), b.parse::<f64>()) {
+                (Ok(a), Ok(b)) => b > a,
+                _ => true,
+            };
             let (severity, verdict, actions) = match gained {
                 Some(g) if g > SAME_THROUGHPUT => (
                     "info",
                     format!("samples/s up {}", signed_pct(g)),
                     vec!["keep it if the memory allows; scale the learning rate with the batch"],
                 ),
-                Some(g) if g < -SAME_THROUGHPUT => (
+                Some(g) if g < -SAME_THROUGHPUT && grew => (
                     "warn",
                     format!("samples/s down {}", signed_pct(g)),
                     vec![
@@ -109,13 +115,30 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
                         "check GPU memory: a batch near the limit spends time in the allocator",
                     ],
                 ),
-                _ => (
+                Some(g) if g < -SAME_THROUGHPUT => (
+                    "warn",
+                    format!("samples/s down {}", signed_pct(g)),
+                    vec![
+                        "go back to the bigger batch: the smaller one leaves the GPU short of work",
+                        "if memory forced the smaller batch, accumulate gradients to keep the \
+                         effective batch",
+                    ],
+                ),
+                _ if grew => (
                     "warn",
                     "no throughput gained".to_string(),
                     vec![
                         "the GPU was already saturated: a bigger batch buys memory use, not speed",
                         "to speed up, cut work per sample (bf16, torch.compile) or feed more GPUs",
                         "halved it/s is expected when the batch doubles: compare samples/s",
+                    ],
+                ),
+                _ => (
+                    "info",
+                    "no throughput lost".to_string(),
+                    vec![
+                        "the GPU stays saturated at the smaller batch: it frees memory at no cost",
+                        "scale the learning rate with the batch",
                     ],
                 ),
             };
@@ -130,6 +153,12 @@ pub fn find(runs: &[RunOut], changes: &[FigureChange]) -> Vec<Finding> {
             if let Some(c) = sps {
                 f.evidence
                     .push(format!("{} → {} samples/s", sig(c.from), sig(c.to)));
+            }
+            // More GPUs change the throughput as much as the batch does.
+            if let Some((_, wa, wb)) = differ.iter().find(|(k, ..)| k == "world_size") {
+                f.evidence.push(format!(
+                    "the GPU count changed too ({wa} → {wb}): part of the change is theirs"
+                ));
             }
             f.actions = actions.into_iter().map(String::from).collect();
             out.push(f);
