@@ -34,6 +34,9 @@ pub(crate) struct Counters {
     /// The last step a smoothed rate came with, that rate as a step time, and the bar's own
     /// position then.
     smoothed: Option<(u64, f64, Option<u64>)>,
+    /// A moving-average bar's own average of the steps each redraw advanced (tqdm averages
+    /// the steps and the seconds between redraws apart, and prints their ratio).
+    bar_steps: Option<f64>,
     /// The mean step of the last stretch a bar that shows its mean since it began was
     /// differenced over, and the last step such a bar drew.
     stretch_ms: Option<f64>,
@@ -113,9 +116,12 @@ impl Counters {
 
     /// A progress bar's rate is a moving average over its redraws: after an evaluation the
     /// bar shows 11.25, 8.43, 6.46... s/it for steps of 2 s, which would read as a slow
-    /// phase. Each step's own time is recovered from two consecutive redraws one step apart
-    /// (`(rate - 0.7 × rate before) / 0.3`): the 30 s the evaluation took shows on its one
-    /// step. A redraw of the same step adds no time; a jump of several steps keeps the rate.
+    /// phase. Each redraw's own time is recovered from two consecutive ones: tqdm averages the
+    /// steps a redraw advanced and the seconds since the redraw before (`0.3 × now + 0.7 ×
+    /// before`, each apart) and prints their ratio, so the seconds' average is the steps'
+    /// average over the rate, and this redraw's seconds are `(average now − 0.7 × average
+    /// before) / 0.3`: the 30 s the evaluation took shows on its own steps, one step a redraw
+    /// or ten. A redraw of the same step adds no time.
     /// A bar that shows its mean since it began (`position` steps in) is differenced
     /// instead: the steps since an earlier redraw took `position × rate − position then × rate
     /// then`. The printed rate's rounding grows with the position, so the earlier redraw is at
@@ -146,10 +152,18 @@ impl Counters {
                 Some(x.max(printed / 10.0))
             }
             (Some((before, ..)), ..) if before == step => None,
-            (Some((before, rate, _)), Smoothing::Moving, _) if before + 1 == step => {
-                let x = (printed - (1.0 - TQDM_SMOOTHING) * rate) / TQDM_SMOOTHING;
+            (Some((before, rate, _)), Smoothing::Moving, _) if step > before => {
+                // The bar's averages: of the steps a redraw advanced, and of the seconds between
+                // redraws (the steps' average over the printed rate). This redraw's own seconds
+                // come out of the second, its steps' time from them.
+                let moved = (step - before) as f64;
+                let steps_then = self.bar_steps.unwrap_or(moved);
+                let steps_now = TQDM_SMOOTHING * moved + (1.0 - TQDM_SMOOTHING) * steps_then;
+                self.bar_steps = Some(steps_now);
+                let dt = (steps_now * printed - (1.0 - TQDM_SMOOTHING) * steps_then * rate)
+                    / TQDM_SMOOTHING;
                 // The printed rates are rounded: never less than a tenth of the rate.
-                Some(x.max(printed / 10.0))
+                Some((dt / moved).max(printed / 10.0))
             }
             _ => Some(printed),
         };
