@@ -16,6 +16,7 @@ pub mod record;
 mod script;
 mod shape;
 mod stats;
+mod table;
 mod trace;
 pub mod user;
 pub mod vocabulary;
@@ -89,6 +90,8 @@ pub struct Context {
     /// A training script's own code is being printed (modded-nanogpt logs its script
     /// first): its lines are code, read for configuration only, until a rule or a step line.
     pub(crate) script: bool,
+    /// The header of the table whose rows come now (`epoch  train_loss  time`).
+    pub(crate) table: Option<table::Table>,
 }
 
 /// The part of a run the settings printed now belong to.
@@ -491,6 +494,12 @@ fn log_line(
             ctx.entry_step = None;
         }
     }
+    // Under a table's header, a row of numbers is read by the names above it.
+    if ctx.table.is_some()
+        && let Some(f) = table::row(payload, ctx, out)
+    {
+        return Some(f);
+    }
     let found = match first {
         b'{' => frameworks::dict_line(p, logger, out),
         b'E' | b'I' if p.starts_with("Epoch(") || p.starts_with("Iter(") => mmlab::mmengine(p, out),
@@ -561,7 +570,14 @@ fn log_line(
     if let Some(f) = progress::tqdm(p, ctx, out) {
         return Some(f);
     }
-    generic(p, ctx, out)
+    let found = generic(p, ctx, out);
+    if found.is_none()
+        && let Some(t) = table::header(payload)
+    {
+        ctx.table = Some(t);
+        return Some(Format::KeyValue);
+    }
+    found
 }
 
 /// A line of a training script's code printed into the log: a plain assignment of numbers

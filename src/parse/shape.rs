@@ -54,6 +54,7 @@ struct CtxKey {
     section: super::Section,
     record: bool,
     script: bool,
+    table: u64,
 }
 
 impl CtxKey {
@@ -67,6 +68,7 @@ impl CtxKey {
             section: c.section,
             record: c.entry_step.is_some(),
             script: c.script,
+            table: c.table.map_or(0, |t| t.key),
         }
     }
 
@@ -83,7 +85,7 @@ impl CtxKey {
         for i in 0..self.indents.len() {
             h = mix(h, u64::from(self.indents.at[i]));
         }
-        h
+        mix(h, self.table)
     }
 }
 
