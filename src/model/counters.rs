@@ -34,6 +34,8 @@ pub(crate) struct Counters {
     /// The last step a smoothed rate came with, that rate as a step time, and the bar's own
     /// position then.
     smoothed: Option<(u64, f64, Option<u64>)>,
+    /// One step's worth of what a `Consumed` counter counts.
+    consumed_per: Option<u64>,
     /// A moving-average bar's own average of the steps each redraw advanced (tqdm averages
     /// the steps and the seconds between redraws apart, and prints their ratio).
     bar_steps: Option<f64>,
@@ -98,6 +100,16 @@ impl Counters {
             }
             Counter::Bar if self.line_steps => return figures_only(rec),
             Counter::Engine => self.advance(rec),
+            Counter::Consumed => {
+                if let Some(n) = rec.step {
+                    if n > 0 && self.consumed_per.is_none() {
+                        self.consumed_per = Some(n);
+                    }
+                    rec.step = Some(self.consumed_per.map_or(n, |per| n / per));
+                }
+                rec.counter = Counter::Global;
+                self.plain(rec)
+            }
             Counter::Global => self.plain(rec),
             Counter::InEpoch { base } => self.in_epoch(rec, base),
             Counter::Bar => self.bar(rec),
@@ -363,6 +375,19 @@ mod tests {
         match counted(c, counter, epoch, n, total) {
             (s, Counted::Step | Counted::NewRun) => s,
             (_, Counted::Eval | Counted::Setup) => None,
+        }
+    }
+
+    #[test]
+    fn a_count_of_what_was_consumed_becomes_steps() {
+        // NeMo's tracked_stats: 4,194,304 tokens a step.
+        let mut c = Counters::default();
+        let per = 4_194_304;
+        for n in 1..=3 {
+            assert_eq!(
+                step(&mut c, Counter::Consumed, None, n * per, None),
+                Some(n)
+            );
         }
     }
 

@@ -14,6 +14,10 @@ pub fn pairs<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
         f(key, value);
         return;
     }
+    if alternating(s, &mut |_, _| {}) {
+        alternating(s, f);
+        return;
+    }
     for seg in segments(s) {
         segment_pairs(seg, f);
     }
@@ -42,6 +46,28 @@ pub fn assignments<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
         let end = rest.find([',', ')']).unwrap_or(rest.len());
         f(&s[start..at], rest[..end].trim().trim_matches(['\'', '"']));
     }
+}
+
+/// `Step, 140, Loss, 0.11, StepTime, 0.13,`: names and numbers taking turns between commas,
+/// two pairs or more. Says whether `s` is such a line, calling `f` for each pair if so.
+fn alternating<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) -> bool {
+    let mut cells = s.trim().trim_end_matches(',').split(',').map(str::trim);
+    let mut pairs = 0;
+    while let Some(name) = cells.next() {
+        let Some(value) = cells.next() else {
+            return false;
+        };
+        let named = name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'/' | b' ' | b'-'));
+        if !named || !starts_number(value.trim_start_matches('-').as_bytes()) {
+            return false;
+        }
+        f(name, value);
+        pairs += 1;
+    }
+    pairs >= 2
 }
 
 /// `global_batch_size ............. 80`: an argument dump's row, the key led to its value by
@@ -481,11 +507,15 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
                 // The positions were the epoch's: their total is no step's.
                 rec.total = None;
             }
-            seen.named_step = true;
+            // A second step named (`STEP: 24/36 -- GLOBAL_STEP: 1000025`) is the one read; the
+            // first's total is not its.
+            let second = std::mem::replace(&mut seen.named_step, true);
             // `as` saturates: a step past u64 reads as u64::MAX, which `impossible` refuses.
             rec.step = Some(v as u64);
-            if let Some(total) = suffix.strip_prefix('/').and_then(num::integer) {
-                rec.total = Some(total);
+            match suffix.strip_prefix('/').and_then(num::integer) {
+                Some(total) => rec.total = Some(total),
+                None if second => rec.total = None,
+                None => {}
             }
             // The sign, not the value, decides (here and below): `-0` is as negative as the
             // text says, and the shape memo (shape.rs) sees signs, not values.
@@ -505,9 +535,20 @@ pub fn apply(field: Field, value: &str, rec: &mut StepRecord, seen: &mut Collect
                 .filter(|ms| *ms < 1e10),
         ),
         Field::Elapsed(default) => set_opt(&mut rec.elapsed_s, {
-            // `0:41:07` is a clock, not a number with a unit.
+            // `0:41:07`, `4 days, 5:06:09`, `1m 42s` (a JSON string, quoted) are clocks, not
+            // a number with a unit.
+            let text = value.trim().trim_matches(['"', '\'']);
             let tok = value.split([' ', ',']).next().unwrap_or("");
-            if tok.contains(':') {
+            let parts = text
+                .as_bytes()
+                .windows(2)
+                .any(|w| w[0].is_ascii_alphabetic() && w[1].is_ascii_digit());
+            let whole = (text.contains(':') || text.contains(' ') || parts)
+                .then(|| num::duration_s(text))
+                .flatten();
+            if whole.is_some() {
+                whole
+            } else if tok.contains(':') {
                 num::duration_s(tok)
             } else if unit == Unit::S || unit == Unit::None && default == Unit::S {
                 // Seconds as printed: no round trip through milliseconds.

@@ -637,6 +637,7 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
     // the whole line is read.
     let mut batch_word = None;
     let mut eval_seen = kv::Collected::default();
+    let mut steps_only = true;
     kv::pairs(p, &mut |key, value| {
         let evaluation = evaluation_key(key);
         evaluated |= evaluation;
@@ -662,6 +663,10 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
         }
         if kv::apply(field, value, &mut rec, &mut seen) {
             let step = field == vocabulary::Field::Step;
+            steps_only &= matches!(
+                field,
+                vocabulary::Field::Step | vocabulary::Field::Total | vocabulary::Field::TotalSteps
+            );
             let measure = matches!(
                 field,
                 vocabulary::Field::StepTime(_)
@@ -742,7 +747,29 @@ fn generic(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Format> 
     if seen.non_finite {
         push_event(EventKind::NonFinite, p, out);
     }
+    // A step named alone (Coqui's `--> STEP: 24/36 -- GLOBAL_STEP: 1000025`): its figures
+    // come on the indented lines below it, as OLMo's do.
+    if let Some(step) = rec.step
+        && steps_only
+        && !evaluated
+        && out.len() == before
+        && names_a_step_alone(p)
+    {
+        ctx.entry_step = Some(step);
+        return Some(Format::KeyValue);
+    }
     (out.len() > before).then_some(Format::KeyValue)
+}
+
+/// The line is a step's name and number, nothing else (`--> STEP: 24/36 -- GLOBAL_STEP: 1000025`,
+/// `Step 100`): no message that mentions a step (`Grad overflow on iteration 0`).
+fn names_a_step_alone(p: &str) -> bool {
+    p.split(|c: char| c.is_whitespace() || matches!(c, ':' | '=' | '[' | ']' | '(' | ')' | ','))
+        .filter(|w| w.bytes().any(|b| b.is_ascii_alphanumeric()))
+        .all(|w| {
+            w.starts_with(|c: char| c.is_ascii_digit())
+                || vocabulary::field_of(w) == Some(vocabulary::Field::Step)
+        })
 }
 
 /// A setting read in `section`: an evaluation loader's settings are not the training's.
@@ -892,6 +919,71 @@ mod tests {
         let mut out = Vec::new();
         Parser::default().parse(line.as_bytes(), &mut out);
         out
+    }
+
+    fn steps(lines: &[&str]) -> Vec<StepRecord> {
+        let mut parser = Parser::default();
+        let mut out = Vec::new();
+        for l in lines {
+            parser.parse(l.as_bytes(), &mut out);
+        }
+        out.into_iter()
+            .filter_map(|r| match r {
+                Record::Step(s) => Some(*s),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_and_numbers_taking_turns_are_pairs() {
+        // TensoRF's `Step, 140, Loss, ..., StepTime, ..., TrainTime, ...,` (camel case names).
+        let got =
+            steps(&["Step, 140, Loss, 0.1166, PSNR, 14.8, StepTime, 0.131, TrainTime, 18.6,"]);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].step, got[0].loss), (Some(140), Some(0.1166)));
+        assert!(
+            got[0]
+                .step_time_ms
+                .is_some_and(|ms| (ms - 131.0).abs() < 1e-9)
+        );
+        assert_eq!(got[0].elapsed_s, Some(18.6));
+        assert!(steps(&["Saving model, 3, files"]).is_empty());
+    }
+
+    #[test]
+    fn a_step_named_alone_owns_the_indented_figures_below_it() {
+        // Coqui's trainer.
+        let got = steps(&[
+            "   --> STEP: 24/36 -- GLOBAL_STEP: 1000025",
+            "     | > loss: 26.92974  (35.54205)",
+            "     | > step_time: 1.31510  (1.38766)",
+            "Grad overflow on iteration 7",
+            "     | > step_time: 9.0",
+        ]);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|s| s.step == Some(1_000_025)));
+        assert!(
+            got[1]
+                .step_time_ms
+                .is_some_and(|ms| (ms - 1315.1).abs() < 1e-9)
+        );
+    }
+
+    #[test]
+    fn json_lines_of_trainers_name_their_steps_and_clocks() {
+        // LLaMA-Factory's trainer_log.jsonl: an evaluation's key with no value is no evaluation.
+        let got = steps(&[
+            r#"{"current_steps": 5, "total_steps": 8712, "loss": 1.7484, "eval_loss": null, "elapsed_time": "4 days, 0:03:29"}"#,
+        ]);
+        assert_eq!((got[0].step, got[0].total), (Some(5), Some(8712)));
+        assert_eq!(got[0].elapsed_s, Some(4.0 * 86_400.0 + 209.0));
+        // ms-swift's logging.jsonl.
+        let got = steps(&[
+            r#"{"loss": 0.237, "global_step/max_steps": "20/438", "elapsed_time": "1m 42s"}"#,
+        ]);
+        assert_eq!((got[0].step, got[0].total), (Some(20), Some(438)));
+        assert_eq!(got[0].elapsed_s, Some(102.0));
     }
 
     #[test]

@@ -356,6 +356,9 @@ fn clock_s(b: &[u8]) -> Clock {
 /// Any other duration: days, units, padding, a `<` before the time left.
 fn spelled_duration_s(text: &str) -> Option<f64> {
     let s = text.trim().trim_start_matches('<');
+    if let Some(secs) = units_s(s) {
+        return Some(secs);
+    }
     let (days, clock) = match s.split_once(" day") {
         Some((d, rest)) => {
             let rest = rest.trim_start_matches('s').trim_start_matches(',').trim();
@@ -382,9 +385,56 @@ fn spelled_duration_s(text: &str) -> Option<f64> {
     Some(days * 86_400.0 + secs)
 }
 
+/// A duration spelled in two or more parts, each a number and its unit: `45m 22s`, `01m01s`,
+/// `1h 2m 3s`, `2 days 3 hours`.
+fn units_s(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let (mut i, mut parts, mut total) = (0, 0, 0.0);
+    while i < b.len() {
+        if b[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+            i += 1;
+        }
+        let v: f64 = s[start..i].parse().ok()?;
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        let unit_start = i;
+        while i < b.len() && b[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let scale = match &s[unit_start..i] {
+            "d" | "day" | "days" => 86_400.0,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3_600.0,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+            "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+            _ => return None,
+        };
+        total += v * scale;
+        parts += 1;
+    }
+    (parts >= 2).then_some(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_spelled_in_parts() {
+        assert_eq!(duration_s("45m 22s"), Some(2722.0));
+        assert_eq!(duration_s("01m01s"), Some(61.0));
+        assert_eq!(duration_s("1h 2m 3s"), Some(3723.0));
+        assert_eq!(
+            duration_s("4 days, 5:06:09"),
+            Some(4.0 * 86_400.0 + 18_369.0)
+        );
+        assert_eq!(duration_s("12m of"), None);
+    }
 
     #[test]
     fn numbers_with_units() {

@@ -90,6 +90,10 @@ pub enum Counter {
     /// skipped=2`): the run's steps where the log has no other step lines; beside the run's
     /// own step lines (an RLHF loop's, Hugging Face's bar), an engine's figures of no step.
     Engine,
+    /// What the run has consumed so far, samples or tokens (the `step` of MLPerf's NeMo
+    /// `tracked_stats`): the step is that over one step's worth, the first positive count the
+    /// log shows (its lines come every step).
+    Consumed,
 }
 
 impl Counter {

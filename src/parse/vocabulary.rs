@@ -104,6 +104,10 @@ fn namespaced(key: &str) -> Option<Field> {
     if space.len() < 3 || last.len() < 3 {
         return None;
     }
+    // `global_step/max_steps: "1/438"` (ms-swift): the step over the run's steps.
+    if field_of(space) == Some(Field::Step) && field_of(last) == Some(Field::TotalSteps) {
+        return Some(Field::Position);
+    }
     let field = match last.to_ascii_lowercase().as_str() {
         "crossentropyloss" | "ce_loss" => Field::Loss(3),
         "batches_per_second" | "steps_per_second" => Field::ItersPerS,
@@ -179,16 +183,25 @@ pub fn field_of(key: &str) -> Option<Field> {
     if !key.is_ascii() {
         return chinese(key);
     }
-    for (dst, &c) in buf.iter_mut().zip(raw) {
-        *dst = match c {
+    // `StepTime`, `TrainTime`, `DataTime`: a name in camel case is its words joined by `_`.
+    let mut len = 0;
+    for (i, &c) in raw.iter().enumerate() {
+        let hump = c.is_ascii_uppercase() && i > 0 && raw[i - 1].is_ascii_lowercase();
+        if hump {
+            *buf.get_mut(len)? = b'_';
+            len += 1;
+        }
+        *buf.get_mut(len)? = match c {
             b' ' | b'-' => b'_',
             c => c.to_ascii_lowercase(),
         };
+        len += 1;
     }
     use Field::*;
-    Some(match &buf[..raw.len()] {
+    Some(match &buf[..len] {
         b"step" | b"iter" | b"iteration" | b"global_step" | b"steps" | b"num_updates" | b"it"
-        | b"batch_index" | b"batch_idx" | b"iters" | b"step_#" | b"up." | b"global_steps" => Step,
+        | b"batch_index" | b"batch_idx" | b"iters" | b"step_#" | b"up." | b"global_steps"
+        | b"current_steps" | b"current_step" | b"cur_step" | b"cur_iter" => Step,
         b"total" => Total,
         b"[position]" => Position,
         b"total_steps"
@@ -223,6 +236,8 @@ pub fn field_of(key: &str) -> Option<Field> {
         b"elapsed_time_per_iteration_ms" => StepTime(Unit::Ms),
         // DeepSpeed-Chat's whole RLHF step: generation and training; verl's.
         b"e2e_latency" | b"e2e_time" | b"e2e_step_time" | b"timing_s/step"
+        // NeMo's MLPerf callbacks.
+        | b"train_step_time" | b"train_step_timing"
         | b"perf/time_per_step" => StepTime(Unit::S),
         // verl: tokens over the step's time and the GPUs.
         b"perf/throughput" => TokensPerGpuS,
@@ -243,9 +258,9 @@ pub fn field_of(key: &str) -> Option<Field> {
         | b"samples/second"
         | b"samples_per_second_per_gpu"
         | b"sps"
-        | b"currsamplespersec"
-        | b"cursamplespersec"
-        | b"samplespersec"
+        // DeepSpeed's `CurrSamplesPerSec`, `SamplesPerSec`.
+        | b"curr_samples_per_sec"
+        | b"cur_samples_per_sec"
         | b"samples_per_second_(s)"
         | b"img/s"
         | b"images/s"
@@ -323,6 +338,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         // BasicSR's pixel loss, its only loss in a restoration run.
         b"l_pix" => Loss(2),
         b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value"
+        | b"reduced_train_loss"
         // RLHF: the actor's (policy) loss is the one trained.
         | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss" => Loss(3),
         b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
@@ -347,7 +363,7 @@ pub fn field_of(key: &str) -> Option<Field> {
         b"memory" | b"mem" | b"max_mem" | b"gpu_mem" | b"max_memory" | b"memory_mb" => {
             Memory(Unit::MiB)
         }
-        b"maxmemallocated" | b"memory_gb" | b"mem_gb" => Memory(Unit::GiB),
+        b"max_mem_allocated" | b"memory_gb" | b"mem_gb" => Memory(Unit::GiB),
         b"eta" | b"estimated_time" | b"remaining_time" | b"time_left" | b"left_time"
         | b"time_remaining" | b"eta_time" => Eta,
         b"num_workers"

@@ -17,6 +17,9 @@ pub fn dict_line(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option
         _ => {}
     }
     let python = p.starts_with("{'");
+    // The trainer's closing summary: a Python dict printed, or the same keys as JSON lines
+    // (ms-swift's logging.jsonl) with its `train_runtime`.
+    let closing = python || p.contains("\"train_runtime\"");
     let mut rec = StepRecord::default();
     let mut seen = kv::Collected::default();
     let mut summary = SummaryRecord::default();
@@ -28,7 +31,11 @@ pub fn dict_line(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option
     };
     let mut facts = Vec::new();
     kv::pairs(p, &mut |key, value| {
-        if key.starts_with("eval_") || key.starts_with("test_") {
+        // LLaMA-Factory's trainer_log.jsonl names `eval_loss: null` on every training line:
+        // an evaluation's key with no value says nothing ran.
+        if (key.starts_with("eval_") || key.starts_with("test_"))
+            && !matches!(value, "null" | "None")
+        {
             is_eval = true;
         }
         match key {
@@ -36,7 +43,7 @@ pub fn dict_line(p: &str, logger: Option<&str>, out: &mut Vec<Record>) -> Option
             | "train_samples_per_second"
             | "train_steps_per_second"
             | "train_loss"
-                if python =>
+                if closing =>
             {
                 is_summary = true;
                 summary_field(&mut summary, key, value);

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use crate::parse::record::{ConfigFact, EventKind, Format, Record, StepRecord};
-use crate::parse::{kv, push_event, push_step};
+use crate::parse::record::{ConfigFact, Counter, EventKind, Format, Record, StepRecord};
+use crate::parse::{kv, push_event, push_step, vocabulary};
 
 pub fn mllog(p: &str, out: &mut Vec<Record>) -> Option<Format> {
     let json = p.strip_prefix(":::MLLOG")?.trim();
@@ -30,29 +30,45 @@ pub fn mllog(p: &str, out: &mut Vec<Record>) -> Option<Format> {
         "gradient_accumulation_steps" => {
             out.extend(int().map(|g| Record::Config(ConfigFact::GradAccum(g))));
         }
+        "max_sequence_length" => out.extend(int().map(|n| Record::Config(ConfigFact::SeqLen(n)))),
         "eval_start" => push_event(EventKind::Eval, p, out),
         "tracked_stats" => {
-            // A step's throughput where the metadata names the step by number; a `step` that is
-            // a fraction of an epoch is a whole run's summary, no step's.
-            let step = event
-                .get("metadata")
-                .and_then(|m| m.get("step_num"))
-                .and_then(Value::as_u64);
-            let throughput = value
-                .and_then(|v| v.get("throughput"))
-                .and_then(Value::as_f64);
-            if let (Some(step), Some(throughput)) = (step, throughput) {
-                let rec = StepRecord {
-                    step: Some(step),
-                    samples_per_s: Some(throughput),
-                    ..StepRecord::default()
+            // A step's figures, named as any line names them (`throughput`,
+            // `train_step_time`, `reduced_train_loss`). The metadata names the step by number
+            // (`step_num`), or by the samples or tokens consumed so far (NeMo's `step`); a
+            // `step` that is a fraction of an epoch is a whole run's summary, no step's.
+            let meta = event.get("metadata");
+            let numbered = meta.and_then(|m| m.get("step_num")).and_then(Value::as_u64);
+            let consumed = meta
+                .and_then(|m| m.get("step"))
+                .and_then(Value::as_f64)
+                .filter(|s| *s >= 1.0 && s.fract() == 0.0);
+            let Some(Value::Object(figures)) = value else {
+                return Some(Format::KeyValue);
+            };
+            let mut rec = StepRecord::default();
+            let mut seen = kv::Collected::default();
+            for (name, v) in figures {
+                let (Some(field), Some(x)) = (vocabulary::lookup(name), v.as_f64()) else {
+                    continue;
                 };
-                let seen = kv::Collected {
-                    fields: 2,
-                    ..kv::Collected::default()
-                };
-                push_step(rec, &seen, p, out);
+                kv::apply(field, &x.to_string(), &mut rec, &mut seen);
             }
+            if seen.fields == 0 {
+                return Some(Format::KeyValue);
+            }
+            match (numbered, consumed) {
+                (Some(n), _) => rec.step = Some(n),
+                // A throughput alone at a `step` is an epoch's (RetinaNet's `step: 3`); a
+                // step's own time or loss makes the count a step's.
+                (None, Some(c)) if rec.step_time_ms.is_some() || rec.loss.is_some() => {
+                    rec.step = Some(c as u64);
+                    rec.counter = Counter::Consumed;
+                }
+                _ => return Some(Format::KeyValue),
+            }
+            seen.fields += 1;
+            push_step(rec, &seen, p, out);
         }
         _ => {}
     }
@@ -84,6 +100,10 @@ mod tests {
             &mut out,
         );
         mllog(r#":::MLLOG {"key": "eval_start", "value": null}"#, &mut out);
+        mllog(
+            r#":::MLLOG {"key": "tracked_stats", "value": {"throughput": 295.4}, "metadata": {"step": 2}}"#,
+            &mut out,
+        );
         assert!(matches!(
             out.as_slice(),
             [
@@ -94,5 +114,19 @@ mod tests {
                 }
             ]
         ));
+    }
+
+    #[test]
+    fn nemo_names_its_step_by_the_samples_consumed() {
+        let mut out = Vec::new();
+        mllog(
+            r#" :::MLLOG {"key": "tracked_stats", "value": {"train_step_time": 4.069, "reduced_train_loss": 12.57}, "metadata": {"lineno": 312, "step": 128.0}}"#.trim(),
+            &mut out,
+        );
+        let s = step(&out);
+        assert_eq!(s.step, Some(128));
+        assert_eq!(s.counter, Counter::Consumed);
+        assert_eq!(s.loss, Some(12.57));
+        assert!(s.step_time_ms.is_some_and(|ms| (ms - 4069.0).abs() < 1e-6));
     }
 }

@@ -36,19 +36,18 @@ pub fn header(p: &str, ctx: &mut Context, out: &mut Vec<Record>) -> Option<Forma
     Some(Format::KeyValue)
 }
 
-/// An indented `key=value` line of the open record: a figure of its step.
+/// An indented `key=value` or `key: value` line of the open record: a figure of its step.
+/// A line that names a step of its own is not one.
 pub fn figure(p: &str, ctx: &Context, out: &mut Vec<Record>) -> Option<Format> {
     let step = ctx.entry_step?;
-    if !p.contains('=') {
+    if !p.contains(['=', ':']) {
         return None;
     }
-    let mut rec = StepRecord {
-        step: Some(step),
-        ..StepRecord::default()
-    };
+    let mut rec = StepRecord::default();
     let mut seen = kv::Collected::default();
     read_pairs(p, &mut rec, &mut seen);
-    (seen.fields > 0 || seen.non_finite).then_some(())?;
+    (rec.step.is_none() && (seen.fields > 0 || seen.non_finite)).then_some(())?;
+    rec.step = Some(step);
     push_step(rec, &seen, p, out);
     Some(Format::KeyValue)
 }
