@@ -18,13 +18,13 @@
 //! these parts; `settings` and `common` serve the layers. No module imports one that imports
 //! it back (`tests/layout.rs` checks). The command is chosen here, in `run`, and nowhere else.
 
-mod cluster;
 mod commands;
 mod common;
 mod diagnose;
 mod input;
 mod model;
 mod monitor;
+mod nodes;
 mod parse;
 mod probe;
 mod settings;
@@ -56,8 +56,8 @@ pub use monitor::msg::{FileStatus, Msg, inbox};
 pub use parse::record::{Record, StepBoxes};
 pub use probe::{HostReading, Sample, Sampler, SamplerOptions};
 pub use settings::config::Config;
-pub use sink::metrics::server::serve as serve_metrics;
-pub use sink::metrics::{Endpoint, exposition};
+pub use sink::exposition::server::serve as serve_metrics;
+pub use sink::exposition::{Endpoint, exposition};
 pub use sink::report::analyze;
 
 /// The internals that snapshot and integration tests check directly: the live view's parts,
@@ -96,6 +96,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(what @ (Command::Completions { .. } | Command::Man)) => {
             commands::generated::run(&what)
         }
-        None => commands::live::run(&cli.live),
+        None => {
+            commands::cli::not_a_misspelt_command(&cli.live.logs)?;
+            commands::live::run(&cli.live)
+        }
     }
 }

@@ -38,6 +38,31 @@ fn a_missing_file_is_a_runtime_error_that_names_it() {
     assert!(o.stdout.is_empty());
 }
 
+/// A newcomer's slips: a mistyped subcommand, a mistyped flag, no argument at all.
+#[test]
+fn the_command_line_forgives_a_newcomer() {
+    let o = steptop(&["reprot", "run1.log"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did you mean `steptop report`?"),
+        "{}",
+        stderr(&o)
+    );
+    let o = steptop(&["report", "--fromat", "json", "run1.log"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a similar argument exists: '--format'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = steptop(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let help = stderr(&o);
+    for command in ["report", "compare", "replay", "run", "probe", "cluster"] {
+        assert!(help.contains(&format!("  {command} ")), "{help}");
+    }
+}
+
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(steptop(&["report"]).status.code(), Some(2));

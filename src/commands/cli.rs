@@ -17,7 +17,9 @@ pub use crate::input::replay::pace::Speed;
     version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("STEPTOP_COMMIT"), ")"),
     about,
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    // Bare `steptop` shows the commands, not only `Usage: steptop <LOG>...`.
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -437,4 +439,72 @@ pub enum CompareFormat {
     Markdown,
     /// One self-contained page: the runs' curves overlaid, their breakdowns side by side.
     Html,
+}
+
+/// `steptop reprot run1.log`: a first log that is no file and one or two letters from a
+/// subcommand's name is that subcommand mistyped, not a file to wait for.
+pub fn not_a_misspelt_command(logs: &[String]) -> Result<(), crate::Error> {
+    use clap::CommandFactory;
+    let Some(first) = logs.first() else {
+        return Ok(());
+    };
+    let word = first.as_str();
+    let plain = !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+    if !plain || std::path::Path::new(word).exists() {
+        return Ok(());
+    }
+    let cli = Cli::command();
+    let near = cli
+        .get_subcommands()
+        .map(clap::Command::get_name)
+        .filter(|name| *name != "help")
+        .map(|name| (edits(word, name), name))
+        .filter(|(d, name)| *d <= 2 && *d < name.len() / 2 + 1)
+        .min();
+    match near {
+        Some((_, name)) => Err(crate::Error::Usage(format!(
+            "no file `{word}` here: did you mean `steptop {name}`? (a log that does not exist \
+             yet is waited for: write `./{word}` to wait for it)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The letters to insert, delete or change to make `a` into `b`.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod typo_tests {
+    use super::*;
+
+    #[test]
+    fn a_subcommand_mistyped_is_named() {
+        let err =
+            not_a_misspelt_command(&["reprot".into(), "run1.log".into()]).expect_err("a typo");
+        assert!(
+            err.to_string().contains("did you mean `steptop report`?"),
+            "{err}"
+        );
+        assert!(not_a_misspelt_command(&["comapre".into()]).is_err());
+        // A log that merely is not there yet, or is far from any command, is waited for.
+        assert!(not_a_misspelt_command(&["train.log".into()]).is_ok());
+        assert!(not_a_misspelt_command(&["rank".into()]).is_ok());
+        assert_eq!(edits("reprot", "report"), 2);
+        assert_eq!(edits("", "run"), 3);
+    }
 }

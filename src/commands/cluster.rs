@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use super::cli::{ClusterArgs, OnceFormat};
 use super::{Output, load_config, write_stdout};
-use crate::cluster::fetch::fetch;
-use crate::cluster::queries::Selector;
-use crate::cluster::table::{self, Limits};
 use crate::common::error::Error;
 use crate::input::prometheus::{self, Auth, Prometheus};
+use crate::nodes::fetch::fetch;
+use crate::nodes::queries::Selector;
+use crate::nodes::table::{self, Limits};
 use crate::settings::config::ClusterSection;
 use crate::settings::theme;
 use crate::sink::cluster::{self, view};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::cli::LiveArgs;
-use super::sink::{check_output, sink, watch};
+use super::live_output::{check_output, sink, watch};
 use super::{load_config, run_dir_files};
 use crate::common::error::Error;
 use crate::input;
@@ -38,24 +38,27 @@ fn live_inputs(args: &[String]) -> Result<LiveInputs, Error> {
         let path = std::path::Path::new(a);
         if path.is_dir() {
             for f in run_dir_files(path)? {
-                match input::metrics::kind_of(&f) {
+                match input::metric_files::kind_of(&f) {
                     Some(k) => metric_files.push((f, k)),
                     None => logs.push(input::InputSpec::File(f)),
                 }
             }
-        } else if let Some(k) = input::metrics::kind_of(path) {
+        } else if let Some(k) = input::metric_files::kind_of(path) {
             metric_files.push((path.to_path_buf(), k));
         } else {
             logs.push(input::InputSpec::parse(a).map_err(Error::Usage)?);
         }
     }
     // The event files of one directory are one writer's, restarted: the first is followed,
-    // and reading goes on in each newer one (`metrics::live`).
+    // and reading goes on in each newer one (`metric_files::live`).
     let mut dirs = std::collections::HashSet::new();
     metric_files.retain(|(p, k)| {
-        *k != input::metrics::Kind::Events || dirs.insert(p.parent().map(PathBuf::from))
+        *k != input::metric_files::Kind::Events || dirs.insert(p.parent().map(PathBuf::from))
     });
     Ok((logs, metric_files))
 }
 
-type LiveInputs = (Vec<input::InputSpec>, Vec<(PathBuf, input::metrics::Kind)>);
+type LiveInputs = (
+    Vec<input::InputSpec>,
+    Vec<(PathBuf, input::metric_files::Kind)>,
+);

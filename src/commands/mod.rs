@@ -9,11 +9,11 @@ pub mod compare;
 pub mod config;
 pub mod generated;
 pub mod live;
+mod live_output;
 pub mod probe;
 pub mod replay;
 pub mod report;
 pub mod run;
-mod sink;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `steptop replay LOG...`: plays finished logs or a recording back through the live sinks.
 
 use super::cli::ReplayArgs;
-use super::sink::{Feeding, Mode, check_output, sink};
+use super::live_output::{Feeding, Mode, check_output, sink};
 use super::{expand_inputs, load_config};
 use crate::common::error::Error;
 use crate::input::replay;

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use super::cli::RunArgs;
+use super::live_output::{check_output, sink, watch};
 use super::load_config;
-use super::sink::{check_output, sink, watch};
 use crate::common::display;
 use crate::common::error::Error;
 use crate::input;

@@ -4,15 +4,15 @@
 //! lines into messages (parsed, stamped, counted): `follow` is the live thread that sends them,
 //! `replay` replays finished logs and `recording` writes and reads back what a session saw.
 //! `metrics` reads the metric files jobs write instead of logs (TensorBoard events, CSV and
-//! JSON loggers), `follow_metrics` follows them live, and `run_dir` finds a run directory's
+//! JSON loggers), `follow_metric_files` follows them live, and `run_dir` finds a run directory's
 //! logs and metric files. `prometheus` is the other input: the query API `steptop cluster`
 //! reads. steptop only reads the user's files here: it never writes, locks or truncates them.
 
 pub mod file;
 pub mod follow;
-pub mod follow_metrics;
+pub mod follow_metric_files;
 pub mod ingest;
-pub mod metrics;
+pub mod metric_files;
 pub mod prometheus;
 pub mod recording;
 pub mod replay;

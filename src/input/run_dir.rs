@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::metrics::{self, Kind};
+use super::metric_files::{self, Kind};
 
 /// How deep sub-folders are searched: `work_dirs/<config>/<stamp>/vis_data/scalars.json` is
 /// four folders down.
@@ -127,7 +127,7 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
         .collect();
     let best = all
         .iter()
-        .filter_map(|(p, _)| metrics::kind_of(p))
+        .filter_map(|(p, _)| metric_files::kind_of(p))
         .min_by_key(|k| k.preference());
     found.steps_from = best;
     // Each checkpoint keeps a copy of the whole log history: the newest has them all. The
@@ -135,12 +135,12 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
     // its closing summary; or `last-checkpoint/`'s) is the newest, the run's own first.
     let newest = all
         .iter()
-        .filter(|(p, _)| metrics::kind_of(p) == Some(Kind::TrainerState))
+        .filter(|(p, _)| metric_files::kind_of(p) == Some(Kind::TrainerState))
         .max_by_key(|(p, top)| (checkpoint(p).unwrap_or(u64::MAX), *top))
         .map(|(p, _)| p.clone());
     let mut logs = Vec::new();
     for (p, top) in all {
-        match metrics::kind_of(&p) {
+        match metric_files::kind_of(&p) {
             Some(k) if Some(k) != best => found
                 .ignored
                 .push((p, "the same steps as the run's preferred metric file")),

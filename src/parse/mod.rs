@@ -6,6 +6,7 @@ pub mod clean;
 mod digits;
 mod events;
 mod frameworks;
+mod header_table;
 pub mod kv;
 pub mod labels;
 mod mmlab;
@@ -16,7 +17,6 @@ pub mod record;
 mod script;
 mod shape;
 mod stats;
-mod table;
 mod trace;
 pub mod user;
 pub mod vocabulary;
@@ -91,7 +91,7 @@ pub struct Context {
     /// first): its lines are code, read for configuration only, until a rule or a step line.
     pub(crate) script: bool,
     /// The header of the table whose rows come now (`epoch  train_loss  time`).
-    pub(crate) table: Option<table::Table>,
+    pub(crate) table: Option<header_table::Table>,
 }
 
 /// The part of a run the settings printed now belong to.
@@ -496,7 +496,7 @@ fn log_line(
     }
     // Under a table's header, a row of numbers is read by the names above it.
     if ctx.table.is_some()
-        && let Some(f) = table::row(payload, ctx, out)
+        && let Some(f) = header_table::row(payload, ctx, out)
     {
         return Some(f);
     }
@@ -572,7 +572,7 @@ fn log_line(
     }
     let found = generic(p, ctx, out);
     if found.is_none()
-        && let Some(t) = table::header(payload)
+        && let Some(t) = header_table::header(payload)
     {
         ctx.table = Some(t);
         return Some(Format::KeyValue);

@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use crate::common::error::Error;
 use crate::diagnose::{DiagnoseConfig, DiagnoseSection};
-use crate::input::metrics::UserTags;
-use crate::input::metrics::tags::Figure;
+use crate::input::metric_files::UserTags;
+use crate::input::metric_files::tags::Figure;
 use crate::model::ModelConfig;
 use crate::parse::user::UserPattern;
 use crate::probe::stacks::StackOptions;

@@ -7,8 +7,8 @@
 
 pub mod cluster;
 pub mod compare;
+pub mod exposition;
 pub mod headless;
-pub mod metrics;
 pub mod progress;
 pub mod report;
 pub mod ui;

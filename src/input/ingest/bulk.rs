@@ -29,7 +29,7 @@ use super::Feed;
 use super::feed::drop_places;
 use super::shape_names::ShapeNames;
 use crate::input::file::{ReadStats, read_lines};
-use crate::input::metrics;
+use crate::input::metric_files;
 use crate::model::Stamp;
 use crate::model::source_stats::read_nothing;
 use crate::model::unparsed::unparsed_shape;
@@ -44,13 +44,13 @@ use crate::parse::{Context, LineInfo, Parser};
 const BLOCK_BYTES: usize = 256 * 1024;
 
 /// Reads `path` whole through `feed`, handing its lines to `out` in blocks, in file order. A
-/// metric file (`input::metrics`) gives its entries as the lines.
+/// metric file (`input::metric_files`) gives its entries as the lines.
 pub fn read_file(
     path: &Path,
     feed: &mut Feed,
     out: &mut dyn FnMut(Lines),
 ) -> io::Result<ReadStats> {
-    if let Some(kind) = metrics::kind_of(path) {
+    if let Some(kind) = metric_files::kind_of(path) {
         return read_metric_file(path, kind, feed, out);
     }
     let mut ingest = Ingest::new(feed);
@@ -71,11 +71,11 @@ pub fn read_file(
 /// and its records, credited to the file's format.
 fn read_metric_file(
     path: &Path,
-    kind: metrics::Kind,
+    kind: metric_files::Kind,
     feed: &mut Feed,
     out: &mut dyn FnMut(Lines),
 ) -> io::Result<ReadStats> {
-    let read = metrics::read(path, kind)?;
+    let read = metric_files::read(path, kind)?;
     let mut lines = Lines::default();
     let mut records = Vec::new();
     for (i, e) in read.entries.iter().enumerate() {

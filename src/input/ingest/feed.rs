@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::order::Order;
 use super::shape_names::ShapeNames;
 use crate::common::int_hash::IntHash;
-use crate::input::metrics::{Entry, UserTags};
+use crate::input::metric_files::{Entry, UserTags};
 use crate::model::Stamp;
 use crate::model::source_stats::{SourceStats, data_over_step, read_nothing};
 use crate::model::unparsed::{UnparsedShapes, example};
@@ -232,7 +232,7 @@ impl Feed {
         self.tags = tags;
     }
 
-    /// A metric file's entry (`input::metrics`) the rest of its way, as the line `text` with
+    /// A metric file's entry (`input::metric_files`) the rest of its way, as the line `text` with
     /// the entry's wall time and records, credited to the file's `format`: its records go to
     /// `sink`.
     pub fn entry(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::common::error::Error;
 use crate::input::ingest::Feed;
-use crate::input::metrics::UserTags;
+use crate::input::metric_files::UserTags;
 use crate::input::recording::{self, Entry};
 use crate::monitor::msg::Msg;
 use crate::parse::user::UserPattern;
@@ -59,7 +59,7 @@ pub fn messages_tagged(
         );
         feeds.len() - 1
     };
-    let metric_files = crate::input::metrics::any(paths.iter().copied());
+    let metric_files = crate::input::metric_files::any(paths.iter().copied());
     for path in paths {
         let first = feeds.len();
         let written = crate::input::file::modified(path);
@@ -81,7 +81,7 @@ pub fn messages_tagged(
         } else {
             let i = open(&mut feeds, &path.display().to_string(), written, each, done);
             let feed = &mut feeds[i];
-            if metric_files && crate::input::metrics::kind_of(path).is_none() {
+            if metric_files && crate::input::metric_files::kind_of(path).is_none() {
                 feed.steps_elsewhere();
             }
             // The lines and their ends: a position in bytes, near enough for a progress figure.

@@ -80,7 +80,7 @@ pub struct Replay {
     pub paths: Vec<PathBuf>,
     pub patterns: Arc<Vec<UserPattern>>,
     /// The user's own metric names, for metric files.
-    pub tags: Arc<crate::input::metrics::UserTags>,
+    pub tags: Arc<crate::input::metric_files::UserTags>,
     pub speed: Speed,
     /// Messages before this step are sent at once.
     pub from: Option<u64>,

@@ -6,8 +6,8 @@ pub mod view;
 
 use serde::Serialize;
 
-use crate::cluster::table::{Cluster, Job, Row, State};
 use crate::common::units::{gib, ms};
+use crate::nodes::table::{Cluster, Job, Row, State};
 use crate::sink::ui::widgets::ago;
 
 /// Bumped on any change a consumer of `--once --format json` would notice.
@@ -198,8 +198,8 @@ pub fn json(url: &str, c: &Cluster) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::table::AlertInfo;
     use crate::diagnose::Severity;
+    use crate::nodes::table::AlertInfo;
 
     #[test]
     fn a_rows_cells_say_what_is_wrong_in_few_characters() {

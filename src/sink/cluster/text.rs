@@ -2,8 +2,8 @@
 //! and what could not be read below.
 
 use super::{COLUMNS, HEADS, cells, source_line, summary_line};
-use crate::cluster::table::Cluster;
 use crate::common::display;
+use crate::nodes::table::Cluster;
 
 pub fn render(url: &str, c: &Cluster) -> String {
     let mut out = source_line(url, c);

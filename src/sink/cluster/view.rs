@@ -11,14 +11,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{COLUMNS, HEADS, TREND, VERDICT, cells, source_line, state, summary_parts};
-use crate::cluster::fetch::fetch;
-use crate::cluster::queries::Selector;
-use crate::cluster::table::{self, Cluster, Limits, Row, State};
 use crate::common::display;
 use crate::common::error::Error;
 use crate::input::prometheus::Prometheus;
 use crate::monitor::keys::{Key, UiEvent};
 use crate::monitor::msg::{self, Msg};
+use crate::nodes::fetch::fetch;
+use crate::nodes::queries::Selector;
+use crate::nodes::table::{self, Cluster, Limits, Row, State};
 use crate::settings::theme::{Role, Theme};
 use crate::sink::ui::action::{Action, KEYMAP, action_for};
 use crate::sink::ui::panes::details::overlay;
@@ -493,7 +493,7 @@ fn details(f: &mut Frame, area: Rect, theme: &Theme, r: &Row) {
 }
 
 /// A node's GPUs in one line, naming where the figures come from.
-fn gpu_line(g: &crate::cluster::table::Gpus) -> String {
+fn gpu_line(g: &crate::nodes::table::Gpus) -> String {
     use crate::common::units::gib;
     let mut parts = vec![format!(
         "{} GPU{} ({})",

@@ -22,7 +22,7 @@ use crate::monitor::keys::UiEvent;
 use crate::monitor::msg::Msg;
 use crate::monitor::msg::unix_now;
 use crate::probe::process::running;
-use crate::sink::metrics::Publisher;
+use crate::sink::exposition::Publisher;
 use hook::{Call, Hooks};
 use line::{Origin, Status, Summary};
 

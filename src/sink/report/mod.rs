@@ -59,7 +59,7 @@ pub fn analyze_run(
     let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
     model.only_run = run;
     let mut feeds = Vec::with_capacity(paths.len());
-    let metric_files = crate::input::metrics::any(paths.iter().map(PathBuf::as_path));
+    let metric_files = crate::input::metric_files::any(paths.iter().map(PathBuf::as_path));
     for (i, path) in paths.iter().enumerate() {
         progress.file(i + 1, paths.len(), path);
         if recording::is_recording(path) {
@@ -72,7 +72,7 @@ pub fn analyze_run(
             &path.display().to_string(),
             cfg.patterns.clone(),
         );
-        if metric_files && crate::input::metrics::kind_of(path).is_none() {
+        if metric_files && crate::input::metric_files::kind_of(path).is_none() {
             feed.steps_elsewhere();
         }
         feed.set_tags(cfg.tags.clone());

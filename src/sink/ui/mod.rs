@@ -23,7 +23,7 @@ use crate::monitor::Monitor;
 use crate::monitor::keys::UiEvent;
 use crate::monitor::msg::{Msg, unix_now};
 use crate::settings::theme::Theme;
-use crate::sink::metrics::Publisher;
+use crate::sink::exposition::Publisher;
 use panes::View;
 use state::UiState;
 

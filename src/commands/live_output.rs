@@ -10,9 +10,9 @@ use super::cli::{FailOn, OutputArgs, WatchArgs};
 use super::{run_label, run_paths};
 use crate::common::error::Error;
 use crate::diagnose;
-use crate::input::metrics::Kind;
+use crate::input::metric_files::Kind;
 use crate::input::replay;
-use crate::input::{FollowOptions, InputSpec, follow, follow_metrics};
+use crate::input::{FollowOptions, InputSpec, follow, follow_metric_files};
 use crate::model::ModelConfig;
 use crate::model::job::{JobIdentity, NodeIdentity};
 use crate::monitor;
@@ -21,7 +21,7 @@ use crate::probe;
 use crate::settings::config::Config;
 use crate::settings::theme;
 use crate::sink::headless::Exec;
-use crate::sink::{compare, headless, metrics, ui};
+use crate::sink::{compare, exposition, headless, ui};
 
 /// The inbox a sink reads, and where its input comes from.
 pub(super) struct Feeding {
@@ -60,7 +60,7 @@ pub(super) fn watch(
     let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
     let metrics = metric_files.len();
     if metrics > 0 {
-        follow_metrics::spawn(
+        follow_metric_files::spawn(
             metric_files,
             config.patterns.clone(),
             config.tags.clone(),
@@ -144,11 +144,11 @@ pub(super) fn sink(
     };
     let metrics = match out.metrics_addr {
         Some(addr) => {
-            let endpoint = metrics::Endpoint::new(node.clone());
-            let bound = metrics::server::serve(addr, endpoint.clone())?;
+            let endpoint = exposition::Endpoint::new(node.clone());
+            let bound = exposition::server::serve(addr, endpoint.clone())?;
             // On stderr: stdout is headless lines. With port 0 this is how to find the port.
             eprintln!("steptop: metrics on http://{bound}/metrics");
-            Some(metrics::Publisher::new(endpoint))
+            Some(exposition::Publisher::new(endpoint))
         }
         None => None,
     };

@@ -1,7 +1,7 @@
 //! The thread that follows metric files in the live modes, beside the follow thread of the
 //! logs: what each file holds at the start is read as history (timed by its own wall times),
 //! then each file is looked at four times a second and what was written since goes to the
-//! inbox as lines (`metrics::live`). Its files take the first source indices.
+//! inbox as lines (`metric_files::live`). Its files take the first source indices.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::input::ingest::Feed;
-use crate::input::metrics::live::Growing;
-use crate::input::metrics::{Entry, Kind, UserTags};
+use crate::input::metric_files::live::Growing;
+use crate::input::metric_files::{Entry, Kind, UserTags};
 use crate::monitor::msg::{FileStatus, Msg, unix_now};
 use crate::parse::user::UserPattern;
 

@@ -155,7 +155,7 @@ pub fn trainer_state(text: &str) -> Read {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::metrics::UserTags;
+    use crate::input::metric_files::UserTags;
     use crate::parse::record::{Record, StepRecord};
 
     fn steps(r: &Read) -> Vec<StepRecord> {
