@@ -18,6 +18,7 @@
 //! these parts; `settings` and `common` serve the layers. No module imports one that imports
 //! it back (`tests/layout.rs` checks). The command is chosen here, in `run`, and nowhere else.
 
+mod analysis;
 mod commands;
 mod common;
 mod diagnose;
@@ -40,6 +41,7 @@ pub use common::error::Error;
 // to lines (`InputSpec`, `tail`, `read_lines`), lines to records and messages (`Feed`,
 // `read_file`, `spawn_follow`, `replay_messages`), messages to the state every sink shows
 // (`Monitor`, `Model`), and its finished forms (`analyze`, `exposition`).
+pub use analysis::analyze;
 pub use diagnose::{DiagnoseConfig, Severity};
 pub use input::follow::spawn as spawn_follow;
 pub use input::ingest::{Feed, read_file};
@@ -58,7 +60,6 @@ pub use probe::{HostReading, Sample, Sampler, SamplerOptions};
 pub use settings::config::Config;
 pub use sink::exposition::server::serve as serve_metrics;
 pub use sink::exposition::{Endpoint, exposition};
-pub use sink::report::analyze;
 
 /// The internals that snapshot and integration tests check directly: the live view's parts,
 /// the probes' pieces, the text helpers and the rules' table; and the shape key, whose cost

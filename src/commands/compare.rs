@@ -5,11 +5,11 @@ use std::path::Path;
 
 use super::cli::{CompareArgs, CompareFormat};
 use super::{Output, load_config, run_label, run_paths, write_stdout};
+use crate::analysis::progress::{self, Progress};
 use crate::common::error::Error;
 use crate::settings::config::Config;
 use crate::settings::theme;
-use crate::sink::progress::{self, Progress};
-use crate::sink::{compare, report};
+use crate::sink::compare;
 
 /// Reads each run and prints what differs between them, and why.
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
@@ -87,7 +87,7 @@ fn runs_of(
     labels: &[String],
     cfg: &Config,
 ) -> Result<Vec<compare::RunInput>, Error> {
-    let a = report::analyze(&input.paths, cfg)?;
+    let a = crate::analysis::analyze(&input.paths, cfg)?;
     let earlier = &a.model.runs;
     if earlier.is_empty() {
         return Err(Error::Usage(format!(

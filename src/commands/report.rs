@@ -2,8 +2,8 @@
 
 use super::cli::{ReportArgs, ReportFormat};
 use super::{Output, expand_inputs, load_config, write_stdout};
+use crate::analysis::progress::{self, Progress};
 use crate::common::error::Error;
-use crate::sink::progress::{self, Progress};
 use crate::sink::report;
 
 /// Reads the logs whole and prints the report.
@@ -12,7 +12,7 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
     cfg.model = cfg.model.summary(matches!(args.format, ReportFormat::Html));
     let paths = expand_inputs(&args.logs)?;
     let progress = Progress::new(progress::total_bytes(&paths), args.quiet);
-    let analysis = report::analyze_run(&paths, &cfg, None, &progress)?;
+    let analysis = crate::analysis::analyze_run(&paths, &cfg, None, &progress)?;
     // The bar is cleared before the report is printed.
     drop(progress);
     let r = report::Report::build(&analysis);

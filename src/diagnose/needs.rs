@@ -89,12 +89,13 @@ mod tests {
     use proptest::prelude::*;
 
     use super::Needs;
+    use crate::analysis::{Analysis, analyze};
     use crate::diagnose::Diagnosis;
     use crate::diagnose::rules::RULES;
     use crate::input::ingest::Feed;
     use crate::monitor::Monitor;
     use crate::settings::config::Config;
-    use crate::sink::report::{Analysis, Report, analyze};
+    use crate::sink::report::Report;
 
     /// The config, passing over rules without their needs or (`every_rule`) not.
     fn config(every_rule: bool) -> Config {

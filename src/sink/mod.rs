@@ -9,6 +9,5 @@ pub mod cluster;
 pub mod compare;
 pub mod exposition;
 pub mod headless;
-pub mod progress;
 pub mod report;
 pub mod ui;

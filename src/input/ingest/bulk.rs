@@ -490,10 +490,11 @@ fn lost() -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analysis;
     use crate::input::split::LineSplitter;
     use crate::monitor::Monitor;
     use crate::settings::config::Config;
-    use crate::sink::report::{Analysis, Report};
+    use crate::sink::report::Report;
     use proptest::prelude::*;
 
     /// The report's JSON, and the log pane's lines and the monitor's counts, after reading.

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use crate::common::error::Error;
 pub use crate::model::baseline::Baseline;
 use crate::settings::config::Config;
-use crate::sink::report::{self, Report};
+use crate::sink::report::Report;
 
 /// Reads the run at `paths` as `report` reads it, without the chart series only its HTML page
 /// draws: the baseline is the report's figures.
 pub fn read(label: String, paths: &[PathBuf], cfg: &Config) -> Result<Baseline, Error> {
     let mut cfg = cfg.clone();
     cfg.model = cfg.model.summary(false);
-    let a = report::analyze(paths, &cfg)?;
+    let a = crate::analysis::analyze(paths, &cfg)?;
     Ok(of(label, &Report::build(&a)))
 }
 

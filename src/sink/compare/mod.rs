@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::analysis::progress::Progress;
 use crate::common::error::Error;
 use crate::settings::config::Config;
-use crate::sink::progress::Progress;
 use crate::sink::report::{self, Report};
 
 /// Version of the compare JSON; bumped when a field changes meaning or goes away.
@@ -115,7 +115,7 @@ pub fn compare(runs: &[RunInput], cfg: &Config, progress: &Progress) -> Result<C
             .iter()
             .map(|run| {
                 scope.spawn(move || {
-                    report::analyze_run(&run.paths, cfg, run.run, progress)
+                    crate::analysis::analyze_run(&run.paths, cfg, run.run, progress)
                         .map(|a| (Report::build(&a), report::Curves::of(&a.model)))
                 })
             })

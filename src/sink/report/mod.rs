@@ -7,27 +7,21 @@ pub mod probe;
 mod text;
 
 use crate::model::stacks::StackSummary;
-use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::common::error::Error;
+use crate::diagnose::Alert;
 use crate::diagnose::checklist::{self, Item};
-use crate::diagnose::{Alert, Diagnosis};
-use crate::input::ingest;
 use crate::input::ingest::Feed;
-use crate::input::recording;
 use crate::model::basis::MeanFrom;
 use crate::model::breakdown::{Breakdown, Over};
 use crate::model::ranks::RankSpread;
 use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
-use crate::monitor::Monitor;
 use crate::parse::record::SummaryRecord;
-use crate::settings::config::Config;
-use crate::sink::progress::Progress;
 
+use crate::analysis::Analysis;
 pub(crate) use html::{Curve, Draw, chart, esc as html_escape, page_start, share_bar};
 pub use html::{Curves, render as render_html};
 pub use markdown::render as render_markdown;
@@ -35,78 +29,6 @@ pub use text::render as render_text;
 
 /// Bumped on any change a consumer of the JSON would notice.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The files read, the model they built and its diagnosis.
-pub struct Analysis {
-    pub model: Model,
-    pub diagnosis: Diagnosis,
-    pub feeds: Vec<Feed>,
-}
-
-/// Reads every file whole, in the order given, into one model and its diagnosis.
-pub fn analyze(paths: &[PathBuf], cfg: &Config) -> Result<Analysis, Error> {
-    analyze_run(paths, cfg, None, &Progress::off())
-}
-
-/// As `analyze`, keeping only run `run` (0 the first) where the files hold several, and
-/// saying how far it is on `progress`.
-pub fn analyze_run(
-    paths: &[PathBuf],
-    cfg: &Config,
-    run: Option<usize>,
-    progress: &Progress,
-) -> Result<Analysis, Error> {
-    let mut model = Monitor::new(cfg.model, cfg.diagnose.clone());
-    model.only_run = run;
-    let mut feeds = Vec::with_capacity(paths.len());
-    let metric_files = crate::input::metric_files::any(paths.iter().map(PathBuf::as_path));
-    for (i, path) in paths.iter().enumerate() {
-        progress.file(i + 1, paths.len(), path);
-        if recording::is_recording(path) {
-            replay_recording(path, cfg, &mut model, &mut feeds)?;
-            progress.advance(std::fs::metadata(path).map_or(0, |m| m.len()));
-            continue;
-        }
-        let mut feed = Feed::new(
-            feeds.len(),
-            &path.display().to_string(),
-            cfg.patterns.clone(),
-        );
-        if metric_files && crate::input::metric_files::kind_of(path).is_none() {
-            feed.steps_elsewhere();
-        }
-        feed.set_tags(cfg.tags.clone());
-        feed.set_year_reference(crate::input::file::modified(path));
-        ingest::read_file(path, &mut feed, &mut |lines| {
-            progress.advance(lines.bytes);
-            model.lines(lines, &mut |_, _| {})
-        })
-        .map_err(|e| Error::Runtime(e.to_string()))?;
-        feeds.push(feed);
-    }
-    model.finish();
-    Ok(Analysis {
-        model: model.model,
-        diagnosis: model.diagnosis,
-        feeds,
-    })
-}
-
-/// A recording's lines through one feed per recorded file (at their recorded arrival times),
-/// and its samples into the model, as a replay sends them.
-fn replay_recording(
-    path: &std::path::Path,
-    cfg: &Config,
-    model: &mut Monitor,
-    feeds: &mut Vec<Feed>,
-) -> Result<(), Error> {
-    let read =
-        crate::input::replay::messages(&[path], &cfg.patterns, feeds.len(), &mut |msg, _| {
-            model.apply(msg);
-        })?;
-    feeds.extend(read);
-    Ok(())
-}
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -867,6 +789,7 @@ fn rank_out(rank: u32, r: &RankState) -> RankOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::analyze;
     use crate::model::log_lines::QUOTED;
     use crate::settings::config::Config;
 
