@@ -147,6 +147,111 @@ pub struct GpuOut {
     pub failed: bool,
 }
 
+/// A file read: its format, counts and what went wrong in it.
+fn source_out(feed: &Feed) -> SourceOut {
+    SourceOut {
+        path: feed.path.clone(),
+        format: feed.format().map(|f| f.name()),
+        lines: feed.stats.lines,
+        records: feed.stats.records,
+        unparsed: feed.stats.unparsed,
+        rejected: feed.stats.rejected,
+        first_rejected: feed
+            .stats
+            .first_rejected
+            .as_ref()
+            .map(|(line, why, text)| RejectedOut {
+                line: *line,
+                why,
+                text: text.clone(),
+            }),
+        rank: feed.rank(),
+        first_step: feed.first_step(),
+        problems: feed.stats.problems.clone(),
+    }
+}
+
+/// The runs that ended earlier in the files, each with the file it was in.
+fn earlier_runs(m: &Model, feeds: &[Feed]) -> Vec<RunOut> {
+    m.runs
+        .iter()
+        .map(|r| RunOut {
+            source: feeds
+                .get(r.source)
+                .map(|f| f.path.clone())
+                .unwrap_or_default(),
+            run: r.clone(),
+        })
+        .collect()
+}
+
+/// The hottest stages of the timing log, each with its share of the forward.
+fn stages_out(m: &Model, forward: Option<f64>) -> Vec<StageOut> {
+    m.stages
+        .hottest()
+        .iter()
+        .filter_map(|s| {
+            let mean = s.ms.mean()?;
+            Some(StageOut {
+                name: s.name.clone(),
+                depth: s.depth,
+                mean_ms: mean,
+                p50_ms: s.ms.quantile(0.5)?,
+                share: forward.filter(|f| *f > 0.0).map(|f| mean / f),
+                trend: s.trend(m.cfg.window_steps),
+            })
+        })
+        .collect()
+}
+
+/// The sample cache's figures, where the log printed any.
+fn cache_out(cache: &crate::model::cache::CacheState) -> Option<CacheOut> {
+    (cache.readings > 0 || cache.printed_rate.is_some() || cache.items.is_some()).then(|| {
+        CacheOut {
+            hit_rate: cache.hit_rate(),
+            recent_hit_rate: cache.recent_hit_rate,
+            hits: cache.hits,
+            misses: cache.misses,
+            items: cache.items,
+            memory_used_mb: cache.memory_used_mb,
+            memory_total_mb: cache.memory_total_mb,
+        }
+    })
+}
+
+/// The host memory the log's own monitor printed last.
+fn host_memory_out(h: &crate::parse::record::HostMemRecord) -> HostMemOut {
+    HostMemOut {
+        step: h.step,
+        process_mb: h.process_mb,
+        process_pct: h.process_pct,
+        system_used_mb: h.system_used_mb,
+        system_total_mb: h.system_total_mb,
+        system_pct: h.system_pct,
+    }
+}
+
+/// The run's events, each with the file (or the hardware) it came from.
+fn events_out(m: &Model, feeds: &[Feed]) -> Vec<EventOut> {
+    m.events
+        .iter()
+        .map(|e| EventOut {
+            kind: e.kind.name(),
+            source: if e.source == crate::model::HARDWARE_SOURCE {
+                "hardware".to_string()
+            } else {
+                feeds
+                    .get(e.source)
+                    .map(|f| f.path.clone())
+                    .unwrap_or_default()
+            },
+            line: e.line,
+            time: e.time,
+            text: e.text.clone(),
+        })
+        .collect()
+}
+
 fn hardware(m: &Model) -> Option<HardwareOut> {
     let h = &m.hardware;
     if h.samples == 0 {
@@ -455,49 +560,15 @@ impl Report {
         let g = &m.merged;
         let b = m.step_breakdown(Over::Run);
         let forward = b.forward_ms;
-        let hottest = m.stages.hottest();
-        let cache = &m.cache;
         let f = &m.facts;
         let spread = m.rank_spread(SLOWEST_SHOWN);
         let run = g.run_figures();
         let closing = Closing::of(m);
         Report {
             schema_version: SCHEMA_VERSION,
-            sources: a
-                .feeds
-                .iter()
-                .map(|feed| SourceOut {
-                    path: feed.path.clone(),
-                    format: feed.format().map(|f| f.name()),
-                    lines: feed.stats.lines,
-                    records: feed.stats.records,
-                    unparsed: feed.stats.unparsed,
-                    rejected: feed.stats.rejected,
-                    first_rejected: feed.stats.first_rejected.as_ref().map(|(line, why, text)| {
-                        RejectedOut {
-                            line: *line,
-                            why,
-                            text: text.clone(),
-                        }
-                    }),
-                    rank: feed.rank(),
-                    first_step: feed.first_step(),
-                    problems: feed.stats.problems.clone(),
-                })
-                .collect(),
+            sources: a.feeds.iter().map(source_out).collect(),
             unparsed_shapes: unparsed_shapes(&a.feeds),
-            earlier_runs: m
-                .runs
-                .iter()
-                .map(|r| RunOut {
-                    source: a
-                        .feeds
-                        .get(r.source)
-                        .map(|f| f.path.clone())
-                        .unwrap_or_default(),
-                    run: r.clone(),
-                })
-                .collect(),
+            earlier_runs: earlier_runs(m, &a.feeds),
             earlier_runs_dropped: m.runs_dropped,
             separate_runs: separate_runs(&a.feeds),
             reading_notes: reading_notes(&a.feeds),
@@ -548,34 +619,12 @@ impl Report {
                 m.stages.run_data_ms.is_some(),
             )),
             stage_lines_dropped: m.stages.names_dropped,
-            stages: hottest
-                .iter()
-                .filter_map(|s| {
-                    let mean = s.ms.mean()?;
-                    Some(StageOut {
-                        name: s.name.clone(),
-                        depth: s.depth,
-                        mean_ms: mean,
-                        p50_ms: s.ms.quantile(0.5)?,
-                        share: forward.filter(|f| *f > 0.0).map(|f| mean / f),
-                        trend: s.trend(m.cfg.window_steps),
-                    })
-                })
-                .collect(),
+            stages: stages_out(m, forward),
             forward_ms: forward,
             unlogged_ms: b.unlogged_ms,
             breakdown: breakdown_out(&b),
             timing_reading: m.stages.reading(),
-            cache: (cache.readings > 0 || cache.printed_rate.is_some() || cache.items.is_some())
-                .then(|| CacheOut {
-                    hit_rate: cache.hit_rate(),
-                    recent_hit_rate: cache.recent_hit_rate,
-                    hits: cache.hits,
-                    misses: cache.misses,
-                    items: cache.items,
-                    memory_used_mb: cache.memory_used_mb,
-                    memory_total_mb: cache.memory_total_mb,
-                }),
+            cache: cache_out(&m.cache),
             loss: g.loss_track,
             last: LastOut {
                 lr: g.lr,
@@ -589,32 +638,8 @@ impl Report {
             rank_spread: spread,
             config: f.clone(),
             summary: (m.summary != SummaryRecord::default()).then(|| m.summary.clone()),
-            host_memory: m.host_mem.as_ref().map(|h| HostMemOut {
-                step: h.step,
-                process_mb: h.process_mb,
-                process_pct: h.process_pct,
-                system_used_mb: h.system_used_mb,
-                system_total_mb: h.system_total_mb,
-                system_pct: h.system_pct,
-            }),
-            events: m
-                .events
-                .iter()
-                .map(|e| EventOut {
-                    kind: e.kind.name(),
-                    source: if e.source == crate::model::HARDWARE_SOURCE {
-                        "hardware".to_string()
-                    } else {
-                        a.feeds
-                            .get(e.source)
-                            .map(|f| f.path.clone())
-                            .unwrap_or_default()
-                    },
-                    line: e.line,
-                    time: e.time,
-                    text: e.text.clone(),
-                })
-                .collect(),
+            host_memory: m.host_mem.as_ref().map(host_memory_out),
+            events: events_out(m, &a.feeds),
             event_counts: m
                 .event_counts
                 .iter()
