@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::cli::LiveArgs;
 use super::live_output::{check_output, sink, watch};
-use super::{load_config, run_dir_files};
+use super::{load_config, not_a_log, run_dir_files};
 use crate::common::error::Error;
 use crate::input;
 use crate::probe;
@@ -46,6 +46,9 @@ fn live_inputs(args: &[String]) -> Result<LiveInputs, Error> {
         } else if let Some(k) = input::metric_files::kind_of(path) {
             metric_files.push((path.to_path_buf(), k));
         } else {
+            if path.is_file() {
+                not_a_log(path)?;
+            }
             logs.push(input::InputSpec::parse(a).map_err(Error::Usage)?);
         }
     }

@@ -50,6 +50,22 @@ pub(super) fn run_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     Ok(found.files)
 }
 
+/// An error naming `path` when it is a file steptop must not read as a log (a tracker's
+/// binary file or own diagnostics log); metric files are read as what they are.
+pub(super) fn not_a_log(path: &Path) -> Result<(), Error> {
+    if crate::input::metric_files::kind_of(path).is_some() {
+        return Ok(());
+    }
+    match crate::input::sniff::not_a_log(path) {
+        Some(what) => Err(Error::Usage(format!(
+            "'{}' is {what}, not a training log: give the log the job printed (in a W&B run \
+             folder, files/output.log)",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A run's name when none is given: its file or directory name.
 pub(super) fn run_label(run: &str) -> String {
     Path::new(run)
@@ -74,6 +90,7 @@ pub(super) fn expand_inputs(inputs: &[String]) -> Result<Vec<PathBuf>, Error> {
             let files = if p.is_dir() {
                 run_dir_files(&p)?
             } else {
+                not_a_log(&p)?;
                 vec![p]
             };
             for f in files {

@@ -17,6 +17,7 @@ pub mod prometheus;
 pub mod recording;
 pub mod replay;
 pub mod run_dir;
+pub mod sniff;
 pub mod spec;
 pub mod split;
 pub mod tail;

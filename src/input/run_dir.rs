@@ -114,7 +114,18 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
             }
         }
     }
-    Ok(choose(top, deeper))
+    let mut found = choose(top, deeper);
+    // What its name calls a log may be a tracker's binary file or its own diagnostics log.
+    let (logs, not): (Vec<PathBuf>, Vec<PathBuf>) = found
+        .files
+        .drain(..)
+        .partition(|p| metric_files::kind_of(p).is_some() || super::sniff::not_a_log(p).is_none());
+    found.files = logs;
+    for p in not {
+        let why = super::sniff::not_a_log(&p).unwrap_or("not a log");
+        found.ignored.push((p, why));
+    }
+    Ok(found)
 }
 
 /// Which of the files found to read. Pure.
