@@ -2,7 +2,7 @@
 //! model they built and its diagnosis), what `report`, `compare` and `--baseline` share. The
 //! sinks receive an analysis; nothing here knows how it is shown.
 
-pub mod progress;
+pub mod read_progress;
 
 use std::path::PathBuf;
 
@@ -13,7 +13,7 @@ use crate::input::recording;
 use crate::model::Model;
 use crate::monitor::Monitor;
 use crate::settings::config::Config;
-use progress::Progress;
+use read_progress::Progress;
 
 /// The files read, the model they built and its diagnosis.
 pub struct Analysis {

@@ -10,7 +10,7 @@ use crate::common::error::Error;
 use crate::input::prometheus::{self, Auth, Prometheus};
 use crate::nodes::fetch::fetch;
 use crate::nodes::queries::Selector;
-use crate::nodes::table::{self, Limits};
+use crate::nodes::rows::{self, Limits};
 use crate::settings::config::ClusterSection;
 use crate::settings::theme;
 use crate::sink::cluster::{self, view};
@@ -75,7 +75,7 @@ pub fn run(args: &ClusterArgs) -> Result<(), Error> {
                 "cannot read the nodes' figures from Prometheus: {e}"
             )));
         }
-        let table = table::build(&fetched, limits);
+        let table = rows::build(&fetched, limits);
         let output = match args.format {
             OnceFormat::Text => Output::Text(cluster::text::render(prom.url(), &table)),
             OnceFormat::Json => Output::Json(cluster::json(prom.url(), &table) + "\n"),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::cli::{CompareArgs, CompareFormat};
 use super::{Output, load_config, run_label, run_paths, write_stdout};
-use crate::analysis::progress::{self, Progress};
+use crate::analysis::read_progress::{self, Progress};
 use crate::common::error::Error;
 use crate::settings::config::Config;
 use crate::settings::theme;
@@ -57,7 +57,7 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
             run.label = format!("{}/{}", p.to_string_lossy(), run.label);
         }
     }
-    let total = progress::total_bytes(runs.iter().flat_map(|r| &r.paths));
+    let total = read_progress::total_bytes(runs.iter().flat_map(|r| &r.paths));
     let c = compare::compare(&runs, &cfg, &Progress::new(total, args.quiet))?;
     let output = match args.format {
         CompareFormat::Text => {

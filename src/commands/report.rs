@@ -2,7 +2,7 @@
 
 use super::cli::{ReportArgs, ReportFormat};
 use super::{Output, expand_inputs, load_config, write_stdout};
-use crate::analysis::progress::{self, Progress};
+use crate::analysis::read_progress::{self, Progress};
 use crate::common::error::Error;
 use crate::sink::report;
 
@@ -11,7 +11,7 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let mut cfg = load_config(args.config.as_deref())?;
     cfg.model = cfg.model.summary(matches!(args.format, ReportFormat::Html));
     let paths = expand_inputs(&args.logs)?;
-    let progress = Progress::new(progress::total_bytes(&paths), args.quiet);
+    let progress = Progress::new(read_progress::total_bytes(&paths), args.quiet);
     let analysis = crate::analysis::analyze_run(&paths, &cfg, None, &progress)?;
     // The bar is cleared before the report is printed.
     drop(progress);

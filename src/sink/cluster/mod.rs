@@ -7,7 +7,7 @@ pub mod view;
 use serde::Serialize;
 
 use crate::common::units::{gib, ms};
-use crate::nodes::table::{Cluster, Job, Row, State};
+use crate::nodes::rows::{Cluster, Job, Row, State};
 use crate::sink::ui::widgets::ago;
 
 /// Bumped on any change a consumer of `--once --format json` would notice.
@@ -199,7 +199,7 @@ pub fn json(url: &str, c: &Cluster) -> String {
 mod tests {
     use super::*;
     use crate::diagnose::Severity;
-    use crate::nodes::table::AlertInfo;
+    use crate::nodes::rows::AlertInfo;
 
     #[test]
     fn a_rows_cells_say_what_is_wrong_in_few_characters() {

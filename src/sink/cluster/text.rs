@@ -3,7 +3,7 @@
 
 use super::{COLUMNS, HEADS, cells, source_line, summary_line};
 use crate::common::display;
-use crate::nodes::table::Cluster;
+use crate::nodes::rows::Cluster;
 
 pub fn render(url: &str, c: &Cluster) -> String {
     let mut out = source_line(url, c);

@@ -18,7 +18,7 @@ use crate::monitor::keys::{Key, UiEvent};
 use crate::monitor::msg::{self, Msg};
 use crate::nodes::fetch::fetch;
 use crate::nodes::queries::Selector;
-use crate::nodes::table::{self, Cluster, Limits, Row, State};
+use crate::nodes::rows::{self, Cluster, Limits, Row, State};
 use crate::settings::theme::{Role, Theme};
 use crate::sink::ui::action::{Action, KEYMAP, action_for};
 use crate::sink::ui::panes::details::overlay;
@@ -110,7 +110,7 @@ fn spawn_poller(
                 } else {
                     (wait * 2).min(MAX_BACKOFF).max(interval)
                 };
-                let table = table::build(&fetched, limits);
+                let table = rows::build(&fetched, limits);
                 if tx.send(Event::Refresh(Box::new(table))).is_err() {
                     return;
                 }
@@ -493,7 +493,7 @@ fn details(f: &mut Frame, area: Rect, theme: &Theme, r: &Row) {
 }
 
 /// A node's GPUs in one line, naming where the figures come from.
-fn gpu_line(g: &crate::nodes::table::Gpus) -> String {
+fn gpu_line(g: &crate::nodes::rows::Gpus) -> String {
     use crate::common::units::gib;
     let mut parts = vec![format!(
         "{} GPU{} ({})",

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analysis::progress::Progress;
+use crate::analysis::read_progress::Progress;
 use crate::common::error::Error;
 use crate::settings::config::Config;
 use crate::sink::report::{self, Report};
