@@ -15,20 +15,16 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let analysis = crate::analysis::analyze_run(&paths, &cfg, None, &progress)?;
     // The bar is cleared before the report is printed.
     drop(progress);
-    let r = report::Report::build(&analysis);
-    let output = match args.format {
-        ReportFormat::Text => Output::Text(report::render_text(&r)),
-        ReportFormat::Markdown => Output::Text(report::render_markdown(&r)),
-        ReportFormat::Html => Output::Text(report::render_html(
-            &r,
-            &report::Curves::of(&analysis.model),
-        )),
-        ReportFormat::Json => {
-            let mut s =
-                serde_json::to_string_pretty(&r).map_err(|e| Error::Runtime(e.to_string()))?;
-            s.push('\n');
-            Output::Json(s)
-        }
+    let form = match args.format {
+        ReportFormat::Text => report::Form::Text,
+        ReportFormat::Markdown => report::Form::Markdown,
+        ReportFormat::Html => report::Form::Html,
+        ReportFormat::Json => report::Form::Json,
+    };
+    let text = report::render(&analysis, form)?;
+    let output = match form {
+        report::Form::Json => Output::Json(text),
+        _ => Output::Text(text),
     };
     write_stdout(output).map(|_| ())
 }

@@ -22,10 +22,33 @@ use crate::model::{Facts, Model};
 use crate::parse::record::SummaryRecord;
 
 use crate::analysis::Analysis;
+pub use html::Curves;
 pub(crate) use html::{Curve, Draw, chart, esc as html_escape, page_start, share_bar};
-pub use html::{Curves, render as render_html};
-pub use markdown::render as render_markdown;
-pub use text::render as render_text;
+
+/// The forms a report is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Text,
+    Markdown,
+    Html,
+    Json,
+}
+
+/// An analysis's report in `form`: what `steptop report` prints, the one way into this sink.
+pub fn render(a: &Analysis, form: Form) -> Result<String, crate::common::error::Error> {
+    let r = Report::build(a);
+    Ok(match form {
+        Form::Text => text::render(&r),
+        Form::Markdown => markdown::render(&r),
+        Form::Html => html::render(&r, &Curves::of(&a.model)),
+        Form::Json => {
+            let mut s = serde_json::to_string_pretty(&r)
+                .map_err(|e| crate::common::error::Error::Runtime(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+    })
+}
 
 /// Bumped on any change a consumer of the JSON would notice.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -830,9 +853,9 @@ mod tests {
         let said = |a: &Analysis| {
             let r = Report::build(a);
             let json = serde_json::to_string_pretty(&r).expect("json");
-            (json, render_text(&r), render_markdown(&r))
+            (json, text::render(&r), markdown::render(&r))
         };
-        let html = |a: &Analysis| render_html(&Report::build(a), &Curves::of(&a.model));
+        let html = |a: &Analysis| html::render(&Report::build(a), &Curves::of(&a.model));
         let (mut drawn, mut paned) = (0, 0);
         for paths in crate::common::fixture_inputs::all() {
             let a = analyze(&paths, &with).expect("analyze");
