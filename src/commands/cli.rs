@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::sink::headless::LineFormat;
+use crate::sink::report::Form;
 
 pub use crate::input::replay::pace::Speed;
 
@@ -388,8 +389,8 @@ pub fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    #[arg(long, value_enum, default_value_t = Form::Text)]
+    pub format: Form,
     /// Config file (patterns for in-house formats, window sizes).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -421,15 +422,6 @@ pub struct CompareArgs {
     /// (appended runs, restarts, resumes) compares its runs.
     #[arg(required = true, num_args = 1.., value_name = "RUN")]
     pub runs: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Json,
-    Markdown,
-    /// One self-contained page: charts in inline SVG, light or dark, printable.
-    Html,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,6 +1,6 @@
 //! `steptop report LOG...`: a summary of finished logs, in text, markdown, HTML or JSON.
 
-use super::cli::{ReportArgs, ReportFormat};
+use super::cli::ReportArgs;
 use super::{Output, expand_inputs, load_config, write_stdout};
 use crate::analysis::read_progress::{self, Progress};
 use crate::common::error::Error;
@@ -9,20 +9,14 @@ use crate::sink::report;
 /// Reads the logs whole and prints the report.
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let mut cfg = load_config(args.config.as_deref())?;
-    cfg.model = cfg.model.summary(matches!(args.format, ReportFormat::Html));
+    cfg.model = cfg.model.summary(args.format == report::Form::Html);
     let paths = expand_inputs(&args.logs)?;
     let progress = Progress::new(read_progress::total_bytes(&paths), args.quiet);
     let analysis = crate::analysis::analyze_run(&paths, &cfg, None, &progress)?;
     // The bar is cleared before the report is printed.
     drop(progress);
-    let form = match args.format {
-        ReportFormat::Text => report::Form::Text,
-        ReportFormat::Markdown => report::Form::Markdown,
-        ReportFormat::Html => report::Form::Html,
-        ReportFormat::Json => report::Form::Json,
-    };
-    let text = report::render(&analysis, form)?;
-    let output = match form {
+    let text = report::render(&analysis, args.format)?;
+    let output = match args.format {
         report::Form::Json => Output::Json(text),
         _ => Output::Text(text),
     };

@@ -116,14 +116,15 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
     }
     let mut found = choose(top, deeper);
     // What its name calls a log may be a tracker's binary file or its own diagnostics log.
-    let (logs, not): (Vec<PathBuf>, Vec<PathBuf>) = found
-        .files
-        .drain(..)
-        .partition(|p| metric_files::kind_of(p).is_some() || super::sniff::not_a_log(p).is_none());
-    found.files = logs;
-    for p in not {
-        let why = super::sniff::not_a_log(&p).unwrap_or("not a log");
-        found.ignored.push((p, why));
+    for p in std::mem::take(&mut found.files) {
+        let why = metric_files::kind_of(&p)
+            .is_none()
+            .then(|| super::sniff::not_a_log(&p))
+            .flatten();
+        match why {
+            Some(why) => found.ignored.push((p, why)),
+            None => found.files.push(p),
+        }
     }
     Ok(found)
 }

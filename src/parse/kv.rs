@@ -14,8 +14,10 @@ pub fn pairs<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
         f(key, value);
         return;
     }
-    if alternating(s, &mut |_, _| {}) {
-        alternating(s, f);
+    if alternates(s) {
+        for (name, value) in cells(s).zip(cells(s).skip(1)).step_by(2) {
+            f(name, value);
+        }
         return;
     }
     for seg in segments(s) {
@@ -49,9 +51,9 @@ pub fn assignments<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) {
 }
 
 /// `Step, 140, Loss, 0.11, StepTime, 0.13,`: names and numbers taking turns between commas,
-/// two pairs or more. Says whether `s` is such a line, calling `f` for each pair if so.
-fn alternating<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) -> bool {
-    let mut cells = s.trim().trim_end_matches(',').split(',').map(str::trim);
+/// two pairs or more.
+fn alternates(s: &str) -> bool {
+    let mut cells = cells(s);
     let mut pairs = 0;
     while let Some(name) = cells.next() {
         let Some(value) = cells.next() else {
@@ -64,10 +66,14 @@ fn alternating<'a>(s: &'a str, f: &mut dyn FnMut(&'a str, &'a str)) -> bool {
         if !named || !starts_number(value.trim_start_matches('-').as_bytes()) {
             return false;
         }
-        f(name, value);
         pairs += 1;
     }
     pairs >= 2
+}
+
+/// The comma-separated cells of a line, trimmed, without a trailing empty one.
+fn cells(s: &str) -> impl Iterator<Item = &str> {
+    s.trim().trim_end_matches(',').split(',').map(str::trim)
 }
 
 /// `global_batch_size ............. 80`: an argument dump's row, the key led to its value by

@@ -25,13 +25,14 @@ use crate::analysis::Analysis;
 pub use html::Curves;
 pub(crate) use html::{Curve, Draw, chart, esc as html_escape, page_start, share_bar};
 
-/// The forms a report is written in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The forms a report is written in (`steptop report --format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Form {
     Text,
-    Markdown,
-    Html,
     Json,
+    Markdown,
+    /// One self-contained page: charts in inline SVG, light or dark, printable.
+    Html,
 }
 
 /// An analysis's report in `form`: what `steptop report` prints, the one way into this sink.
