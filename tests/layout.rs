@@ -47,6 +47,73 @@ fn no_module_imports_one_that_imports_it_back() {
 }
 
 /// Every module file under `root` (main.rs and build.rs are not modules of the library).
+/// A file or folder name used in more than one place names one thing, seen from each layer
+/// that handles it (the GPUs as probed, modelled and drawn). A name that comes back with a
+/// second meaning (`event` for TensorBoard's record and for the follower's notice, say) makes
+/// a newcomer open the wrong file: it fails here until it is renamed or its one meaning is
+/// written down below.
+const SHARED_NAMES: &[(&str, &str)] = &[
+    (
+        "baseline",
+        "a finished run shown beside a live one (--baseline)",
+    ),
+    ("breakdown", "where a step's time goes"),
+    ("cluster", "steptop cluster: the command and its table"),
+    ("code", "the trainer's Python code from its sampled stacks"),
+    ("compare", "steptop compare: the command and its comparison"),
+    (
+        "config",
+        "the config file: read, its diagnosis tables, `steptop config`",
+    ),
+    ("events", "what a log says happened (OOM, NaN, crashes)"),
+    ("gpu", "the GPUs"),
+    ("host", "the machine from /proc"),
+    ("html", "a self-contained HTML page of a sink's output"),
+    ("probe", "the hardware readings and `steptop probe`"),
+    (
+        "replay",
+        "steptop replay: finished files as a live run's messages",
+    ),
+    ("report", "steptop report: the command and its output"),
+    ("stacks", "the trainer's sampled Python stacks"),
+    ("stages", "the logged forward stages of a timing block"),
+    ("text", "a sink's output as aligned text for a terminal"),
+];
+
+#[test]
+fn a_name_used_twice_means_one_thing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut seen: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a source folder") {
+            let path = entry.expect("a folder entry").path();
+            let name = if path.is_dir() {
+                stack.push(path.clone());
+                path.file_name()
+            } else {
+                path.file_stem()
+            };
+            let name = name.expect("a named entry").to_string_lossy().into_owned();
+            if name != "mod" {
+                seen.entry(name).or_default().push(path);
+            }
+        }
+    }
+    let unexplained: Vec<String> = seen
+        .iter()
+        .filter(|(name, places)| {
+            places.len() > 1 && !SHARED_NAMES.iter().any(|(shared, _)| shared == name)
+        })
+        .map(|(name, places)| format!("{name}: {places:?}"))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "names used in more than one place without one meaning written down:\n{}",
+        unexplained.join("\n")
+    );
+}
+
 fn modules(root: &Path) -> BTreeMap<Module, PathBuf> {
     let mut out = BTreeMap::new();
     let mut dirs = vec![root.to_path_buf()];

@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::sink::headless::LineFormat;
 use crate::sink::report::Form;
 
-pub use crate::input::replay::pace::Speed;
+pub use crate::input::replay::pacer::Speed;
 
 /// steptop: where each training step's time goes, from the logs your job already writes.
 ///

@@ -38,7 +38,7 @@ pub(super) enum Mode {
     Live,
     Replay {
         /// Its controls and starting speed, for the live view's keys (headless: none).
-        control: Option<(Sender<replay::pace::Control>, replay::pace::Speed)>,
+        control: Option<(Sender<replay::pacer::Control>, replay::pacer::Speed)>,
         /// Its `--from`.
         from: Option<u64>,
     },
@@ -165,7 +165,7 @@ pub(super) fn sink(
         mon.baseline = Some(compare::baseline::read(label, &run_paths(run)?, &config)?);
     }
     if out.headless {
-        ui::input::spawn_signals(feeding.tx, false)
+        ui::producers::spawn_signals(feeding.tx, false)
             .map_err(|e| Error::Runtime(format!("cannot start the signal thread: {e}")))?;
         return headless::run(
             headless::Headless {

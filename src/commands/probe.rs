@@ -14,7 +14,7 @@ const STACK_WINDOW_SECONDS: f64 = 30.0;
 /// `--once` with stacks: seconds of them before it answers, and readings it waits at most.
 const ONCE_STACK_SECONDS: f64 = 3.0;
 const ONCE_READINGS_AT_MOST: u32 = 10;
-use crate::sink::report;
+use crate::sink::probe_sample;
 
 /// Prints the probes' readings until the pipe closes (or once, with `--once`).
 pub fn run(args: &ProbeArgs) -> Result<(), Error> {
@@ -98,8 +98,8 @@ pub fn run(args: &ProbeArgs) -> Result<(), Error> {
         let summary = (stacks_on && (s.trainer.is_some() || stacks.any()))
             .then(|| stacks.summary(STACK_WINDOW_SECONDS));
         let mut text = match args.format {
-            ProbeFormat::Text => report::probe::text(&s, summary.as_ref()),
-            ProbeFormat::Json => report::probe::json(&s, summary.as_ref())
+            ProbeFormat::Text => probe_sample::text(&s, summary.as_ref()),
+            ProbeFormat::Json => probe_sample::json(&s, summary.as_ref())
                 .map_err(|e| Error::Runtime(e.to_string()))?,
         };
         // Text readings are set apart by a blank line; JSON is one object per line.

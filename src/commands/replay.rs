@@ -14,8 +14,8 @@ pub fn run(args: &ReplayArgs) -> Result<(), Error> {
     check_output(&args.out)?;
     let (tx, inbox) = msg::inbox();
     let (control, controls) = std::sync::mpsc::channel();
-    replay::pace::spawn(
-        replay::pace::Replay {
+    replay::pacer::spawn(
+        replay::pacer::Replay {
             paths,
             patterns: config.patterns.clone(),
             tags: config.tags.clone(),

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Diagnosis;
-use super::view::View;
+use super::signals::View;
 use crate::model::Model;
 use crate::parse::record::EventKind;
 

@@ -10,7 +10,7 @@ use super::DiagnoseConfig;
 use super::needs::Needs;
 use super::params::Basis;
 use super::rules::RULES;
-use super::view::View;
+use super::signals::View;
 use super::{Alert, Change, ChangeKind, Finding, Severity};
 use crate::model::Model;
 use crate::parse::record::{EventKind, Record};

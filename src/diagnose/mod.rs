@@ -1,7 +1,7 @@
 //! Diagnosis: rules that read the model (what the logs said and what the hardware samples
 //! said) and name what limits the run, with the evidence, the estimated gain and the fix.
 //! `engine` gives each rule its hysteresis; `rules/` holds one file per family of rules;
-//! `view` computes the signals they share; `checklist` is the users' own health list.
+//! `signals` computes the signals they share; `checklist` is the users' own health list.
 //! Nothing here reads a clock or a file: the same model gives the same alerts.
 
 pub mod checklist;
@@ -10,7 +10,7 @@ mod engine;
 mod needs;
 pub mod params;
 pub mod rules;
-pub mod view;
+pub mod signals;
 
 use serde::Serialize;
 

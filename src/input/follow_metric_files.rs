@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::input::ingest::Feed;
-use crate::input::metric_files::live::Growing;
+use crate::input::metric_files::growing::Growing;
 use crate::input::metric_files::{Entry, Kind, UserTags};
 use crate::monitor::msg::{FileStatus, Msg, unix_now};
 use crate::parse::user::UserPattern;

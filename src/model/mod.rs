@@ -16,8 +16,8 @@ pub mod hardware;
 pub mod job;
 pub mod log_lines;
 pub mod meaning;
+pub mod rank_state;
 pub mod ranks;
-pub mod run;
 pub mod runs;
 pub mod sample;
 pub mod source_stats;
@@ -41,7 +41,7 @@ use batch::Batches;
 use cache::CacheState;
 use counters::{Counted, Counters};
 use hardware::{GpuChange, Hardware};
-use run::RankState;
+use rank_state::RankState;
 use runs::{RUNS_KEPT, RunSummary};
 use stages::{Stages, StepFacts};
 use timeline::Timeline;
@@ -142,7 +142,7 @@ pub struct Model {
     /// Boxed: a rank's state is two KiB, and a map's node holds eleven values.
     pub ranks: BTreeMap<u32, Box<RankState>>,
     /// Earlier runs' rank states, cleared, for this run's ranks.
-    spare_ranks: run::SpareRanks,
+    spare_ranks: rank_state::SpareRanks,
     /// Every rank's steps together.
     pub merged: RankState,
     pub stages: Stages,
@@ -370,13 +370,13 @@ impl Facts {
     }
 
     /// What a step holds, for the rates a line leaves out.
-    pub fn sizes(&self) -> run::Sizes {
+    pub fn sizes(&self) -> rank_state::Sizes {
         let batch = self.step_samples();
         let stated_tokens = self.tokens_per_step.or_else(|| {
             self.global_batch_in_tokens()
                 .then(|| self.global_batch.map(u64::from))?
         });
-        run::Sizes {
+        rank_state::Sizes {
             batch,
             tokens_per_step: stated_tokens.map(|t| t as f64),
             seq_len: self.seq_len.map(f64::from),
@@ -403,7 +403,7 @@ impl Model {
         Model {
             cfg,
             ranks: BTreeMap::new(),
-            spare_ranks: run::SpareRanks::default(),
+            spare_ranks: rank_state::SpareRanks::default(),
             merged: RankState::new(cfg.window_steps, cfg.charts),
             stages: Stages::new(cfg.window_steps),
             cache: CacheState::default(),

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::run::RankState;
+use super::rank_state::RankState;
 
 /// Runs listed; later ones are only counted.
 pub const RUNS_KEPT: usize = 64;

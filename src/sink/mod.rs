@@ -9,5 +9,6 @@ pub mod cluster;
 pub mod compare;
 pub mod exposition;
 pub mod headless;
+pub mod probe_sample;
 pub mod report;
 pub mod ui;

@@ -218,7 +218,7 @@ pub(super) fn main_stuck(v: &View) -> Option<String> {
 mod tests {
     use super::*;
     use crate::diagnose::DiagnoseConfig;
-    use crate::diagnose::view::View;
+    use crate::diagnose::signals::View;
     use crate::model::stacks::{PyFrame, StackReading, StackSample};
     use crate::model::{Model, ModelConfig};
 

@@ -2,7 +2,7 @@
 
 use super::{Needs, Rule, View, gib, grade, p, pct};
 use crate::diagnose::params::{Basis, Knobs};
-use crate::diagnose::view::fit;
+use crate::diagnose::signals::fit;
 use crate::diagnose::{Finding, Severity};
 use crate::model::sample::GpuReading;
 

@@ -7,7 +7,7 @@ mod code;
 mod events;
 mod gpu;
 mod gpu_memory;
-mod input;
+mod input_pipeline;
 mod memory;
 mod pace;
 mod stall;
@@ -15,7 +15,7 @@ mod step;
 
 use super::needs::Needs;
 use super::params::{Basis, Knobs, Param};
-use super::view::View;
+use super::signals::View;
 use super::{Finding, Severity};
 use crate::common::units::Fixed;
 
@@ -39,11 +39,11 @@ pub static RULES: &[Rule] = &[
     events::NONFINITE_LOSS,
     events::LOSS_SCALE_UNSTABLE,
     stall::STALLED,
-    input::LOADER_WORKERS_STARVED,
-    input::INPUT_CPU_SATURATED,
-    input::DATA_LOADING_BOUND,
-    input::H2D_COPY_BOUND,
-    input::CACHE_INEFFECTIVE,
+    input_pipeline::LOADER_WORKERS_STARVED,
+    input_pipeline::INPUT_CPU_SATURATED,
+    input_pipeline::DATA_LOADING_BOUND,
+    input_pipeline::H2D_COPY_BOUND,
+    input_pipeline::CACHE_INEFFECTIVE,
     code::PYTHON_HOTSPOT,
     gpu::GPU_STARVED,
     gpu::GPU_THROTTLING,

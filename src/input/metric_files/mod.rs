@@ -4,10 +4,10 @@
 //! step, that go the way of log lines (`ingest`): a step's figures, its wall time where the
 //! file has one (so step times come from wall times), and a line of text for the log pane.
 
-pub mod event;
-pub mod live;
+pub mod growing;
 mod table;
 pub mod tags;
+pub mod tf_event;
 pub mod tfrecord;
 
 use std::path::Path;
@@ -191,7 +191,7 @@ fn steps(records: &[(u64, &[u8])], problems: &mut Vec<String>) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut current: Option<Pending> = None;
     for (offset, data) in records {
-        let e = match event::Event::decode_from(data) {
+        let e = match tf_event::Event::decode_from(data) {
             Ok(e) => e,
             Err(why) => {
                 problems.push(format!("byte {offset}: {why}"));
@@ -240,12 +240,12 @@ impl Pending {
 #[cfg(test)]
 pub fn scalar(step: i64, t: f64, tag: &str, v: f32) -> Vec<u8> {
     use prost::Message;
-    let e = event::Event {
+    let e = tf_event::Event {
         wall_time: t,
         step,
         file_version: None,
-        summary: Some(event::Summary {
-            value: vec![event::Value {
+        summary: Some(tf_event::Summary {
+            value: vec![tf_event::Value {
                 tag: tag.into(),
                 simple_value: Some(v),
                 tensor: None,
@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_steps_scalars_are_one_entry_at_its_first_wall_time() {
-        let version = event::Event {
+        let version = tf_event::Event {
             wall_time: 99.0,
             step: 0,
             file_version: Some("brain.Event:2".into()),

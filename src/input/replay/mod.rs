@@ -1,9 +1,9 @@
 //! Finished logs and recordings as the messages a live run would have sent, in order: the
 //! same monitor then gives the same state as it did live. `steptop replay` plays them through
-//! `pace` (at their own pace, faster, or as fast as they read); the render tests and `report`
+//! `pacer` (at their own pace, faster, or as fast as they read); the render tests and `report`
 //! read them here directly.
 
-pub mod pace;
+pub mod pacer;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use super::event::{Sink, TailEvent};
+use super::tail_event::{Sink, TailEvent};
 use crate::input::file::{
     FileId, Step, TAIL_BYTES, decide, find_rotated_copy, identity, probe, pump, read_back,
     remember_tail,

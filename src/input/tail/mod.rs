@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 use notify::event::{EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 
-mod event;
 mod followed;
+mod tail_event;
 
 use crate::input::spec::InputSpec;
 use crate::monitor::msg::FileStatus;
-pub use event::{Sink, TailEvent};
 use followed::{Ctx, Followed};
+pub use tail_event::{Sink, TailEvent};
 
 /// Read buffer: a wake-up usually brings a few lines; history comes in chunks this size.
 const CHUNK_BYTES: usize = 1 << 20;

@@ -23,7 +23,7 @@ use crate::settings::theme::{Role, Theme};
 use crate::sink::ui::action::{Action, KEYMAP, action_for};
 use crate::sink::ui::panes::details::overlay;
 use crate::sink::ui::widgets::{ago, severity_role, sparkline, styled};
-use crate::sink::ui::{input, terminal};
+use crate::sink::ui::{producers, terminal};
 
 pub struct Options {
     pub prom: Prometheus,
@@ -60,7 +60,7 @@ pub fn run(opts: Options) -> Result<(), Error> {
     let (tx, rx) = sync_channel::<Event>(64);
     // Keys and signals come as the node view's messages; one thread passes them on.
     let (keys_tx, keys_rx) = msg::inbox();
-    input::spawn_signals(keys_tx.clone(), true).map_err(|e| fail("the signal thread", e))?;
+    producers::spawn_signals(keys_tx.clone(), true).map_err(|e| fail("the signal thread", e))?;
     let ui_tx = tx.clone();
     std::thread::Builder::new()
         .name("steptop-keys".into())
@@ -79,7 +79,7 @@ pub fn run(opts: Options) -> Result<(), Error> {
         .map_err(|e| fail("the Prometheus thread", e))?;
     let (mut screen, guard) =
         terminal::enter().map_err(|e| fail("the terminal's full-screen mode", e))?;
-    input::spawn_input(keys_tx).map_err(|e| fail("the input thread", e))?;
+    producers::spawn_input(keys_tx).map_err(|e| fail("the input thread", e))?;
     let mut app = App {
         url,
         themes: opts.themes,

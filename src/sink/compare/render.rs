@@ -7,7 +7,7 @@ use ratatui::style::Color;
 use super::{Comparison, FigureChange};
 use crate::common::display::{self, Painted};
 use crate::settings::theme::{Role, Theme};
-use crate::sink::report::probe::words;
+use crate::sink::probe_sample::words;
 
 /// Width of the figure column and of each run's column.
 const FIGURE_W: usize = 24;

@@ -219,7 +219,7 @@ fn run_figures(out: &mut Out, mon: &Monitor) {
         ratio(),
         m.data_share(Over::Recent(w)),
     );
-    let p50 = |x: &crate::model::run::Metric| x.recent(w).map(|s| s.p50);
+    let p50 = |x: &crate::model::rank_state::Metric| x.recent(w).map(|s| s.p50);
     out.gauge(
         "samples_per_second",
         "Samples per second, recent median",
@@ -539,7 +539,7 @@ fn baseline(out: &mut Out, mon: &Monitor) {
     let m = &mon.model;
     let g = &m.merged;
     let w = m.cfg.window_steps;
-    let now = |metric: &crate::model::run::Metric| metric.recent(w).map(|s| s.p50);
+    let now = |metric: &crate::model::rank_state::Metric| metric.recent(w).map(|s| s.p50);
     let rows: Vec<(Labels, f64)> = [
         ("samples_per_s", now(&g.samples_per_s), b.samples_per_s),
         ("iters_per_s", now(&g.iters_per_s), b.iters_per_s),

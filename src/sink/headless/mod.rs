@@ -220,7 +220,7 @@ impl Sink {
             _ => {}
         }
         let origin = self.origin(mon, &msg);
-        let time = crate::input::replay::pace::time_of(&msg);
+        let time = crate::input::replay::pacer::time_of(&msg);
         if mon.apply(msg)
             && let Some(m) = &mut self.opts.metrics
         {

@@ -3,7 +3,6 @@
 
 mod html;
 mod markdown;
-pub mod probe;
 mod text;
 
 use crate::model::stacks::StackSummary;
@@ -15,8 +14,8 @@ use crate::diagnose::checklist::{self, Item};
 use crate::input::ingest::Feed;
 use crate::model::basis::MeanFrom;
 use crate::model::breakdown::{Breakdown, Over};
+use crate::model::rank_state::{LossTrack, RankState};
 use crate::model::ranks::RankSpread;
-use crate::model::run::{LossTrack, RankState};
 use crate::model::window::RunStats;
 use crate::model::{Facts, Model};
 use crate::parse::record::SummaryRecord;

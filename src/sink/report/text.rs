@@ -3,11 +3,11 @@
 use std::fmt::Write;
 
 use super::Report;
-use super::probe::words;
 use crate::common::display::{self, Tabs};
 use crate::common::units::{duration, gain_words, ms, num, pct};
 use crate::diagnose::Alert;
 use crate::diagnose::checklist::Status;
+use crate::sink::probe_sample::words;
 
 /// Plain text, at most 80 columns, no escape sequences.
 pub fn render(r: &Report) -> String {
@@ -72,7 +72,7 @@ pub fn render(r: &Report) -> String {
     hardware(r, &mut o);
     if let Some(st) = &r.stacks {
         o.push('\n');
-        super::probe::stack_text(&mut o, st);
+        crate::sink::probe_sample::stack_text(&mut o, st);
     }
     earlier_runs(r, &mut o);
     events(r, &mut o);
@@ -365,7 +365,7 @@ fn hardware(r: &Report, o: &mut String) {
     };
     let _ = writeln!(o, "\nhardware ({} samples)", h.samples);
     if let Some(e) = &h.gpu_error {
-        super::probe::words(o, &format!("{:<14}none: ", "gpus"), 14, e);
+        crate::sink::probe_sample::words(o, &format!("{:<14}none: ", "gpus"), 14, e);
     }
     for g in &h.gpus {
         let mut parts = Vec::new();

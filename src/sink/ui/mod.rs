@@ -5,9 +5,9 @@
 
 pub mod action;
 pub mod coalesce;
-pub mod input;
 pub mod layout;
 pub mod panes;
+pub mod producers;
 pub mod state;
 pub mod terminal;
 pub mod widgets;
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ratatui::Frame;
 
 use crate::common::error::Error;
-use crate::input::replay::pace::{Control, Speed};
+use crate::input::replay::pacer::{Control, Speed};
 use crate::monitor::Monitor;
 use crate::monitor::keys::UiEvent;
 use crate::monitor::msg::{Msg, unix_now};
@@ -76,10 +76,10 @@ pub fn draw(f: &mut Frame, v: &View) {
 /// stdout is a terminal.
 pub fn run(opts: LiveOptions) -> Result<(), Error> {
     let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("cannot start {what}: {e}"));
-    input::spawn_signals(opts.tx.clone(), true).map_err(|e| fail("the signal thread", e))?;
+    producers::spawn_signals(opts.tx.clone(), true).map_err(|e| fail("the signal thread", e))?;
     let (mut screen, guard) =
         terminal::enter().map_err(|e| fail("the terminal's full-screen mode", e))?;
-    input::spawn_input(opts.tx).map_err(|e| fail("the input thread", e))?;
+    producers::spawn_input(opts.tx).map_err(|e| fail("the input thread", e))?;
     // Fault injection for the end-to-end test: a panic on a background thread must still
     // give the terminal back.
     if std::env::var_os("STEPTOP_INJECT_PANIC").is_some() {

@@ -2,7 +2,7 @@
 //! filter. Keys change this and only this; the model never sees a key.
 
 use super::action::{Action, action_for};
-use crate::input::replay::pace::Speed;
+use crate::input::replay::pacer::Speed;
 use crate::monitor::keys::{Key, KeyCode};
 use crate::monitor::msg::Position;
 
