@@ -140,7 +140,7 @@ mod tests {
             include_str!("events.rs"),
             include_str!("gpu.rs"),
             include_str!("gpu_memory.rs"),
-            include_str!("input.rs"),
+            include_str!("input_pipeline.rs"),
             include_str!("memory.rs"),
             include_str!("pace.rs"),
             include_str!("stall.rs"),
