@@ -371,9 +371,12 @@ fn the_configs_tags_name_what_a_column_is() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["loss"]["last"], 3.25);
     assert_eq!(r["step_time_ms"]["p50"], 200.0);
-    // Without them the columns mean nothing to steptop.
+    // Without them the columns mean nothing to steptop: the rows are still the steps the run
+    // logged, with no loss and no time.
     let (plain, _) = report(&[&dir.path().join("metrics.csv")]);
-    assert_eq!(plain["steps"]["count"], 0);
+    assert_eq!(plain["steps"]["count"], 2);
+    assert_eq!(plain["loss"]["last"], Value::Null, "{}", plain["loss"]);
+    assert_eq!(plain["step_time_ms"]["p50"], Value::Null);
 }
 
 #[test]
@@ -392,51 +395,52 @@ fn the_live_view_says_a_damaged_record_and_reads_on() {
     t.keys(&["q"]);
 }
 
-/// A W&B run folder: the console log is read; the `.wandb` transaction log (binary) and W&B's
-/// own diagnostics logs are left out, each named with why; a binary file given by name is
-/// refused with a message naming it.
+/// A W&B run folder as W&B 0.31 wrote it offline (fixtures/metrics/wandb_offline, its
+/// `latest-run` and `debug*.log` links kept): the run file gives the steps, the console is
+/// read as a log, and W&B's own diagnostics logs and records are left out, each named with
+/// why; a tracker's binary file steptop does not read, given by name, is refused naming it.
 #[test]
 fn a_trackers_binary_files_and_own_logs_are_never_read_as_logs() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let run = dir.path().join("wandb/run-20250101_000000-abc123");
-    std::fs::create_dir_all(run.join("files")).expect("files/");
-    std::fs::create_dir_all(run.join("logs")).expect("logs/");
-    let steps: String = (1..=30)
-        .map(|s| format!("step {s}/30 | loss=1.0 | time=100.0ms\n"))
-        .collect();
-    std::fs::write(run.join("files/output.log"), steps).expect("output.log");
-    // The transaction log's header, then records whose bytes are mostly not text.
-    let mut wandb = b":W&B\x00\x01\x00\x00".to_vec();
-    wandb.extend((0..4096u32).map(|i| (i % 7) as u8));
-    std::fs::write(run.join("run-abc123.wandb"), &wandb).expect(".wandb");
-    let chatter: String = (1..=200)
-        .map(|i| format!("2025-01-01 00:00:{:02},000 INFO    HandlerThread:1 [handler.py:handle_request():146] handle_request: history step {i}\n", i % 60))
-        .collect();
-    std::fs::write(run.join("logs/debug-internal.log"), chatter).expect("debug-internal.log");
-
-    // The run folder itself: its top-level files are read unless they are not logs.
-    let (r, err) = report(&[run.as_path()]);
-    assert_eq!(r["steps"]["last"], 30, "{err}");
+    let dir = root().join("fixtures/metrics/wandb_offline");
+    let (r, err) = report(&[dir.as_path()]);
+    assert_eq!(r["steps"]["last"], 150, "{err}");
     let sources: Vec<&str> = r["sources"]
         .as_array()
         .expect("sources")
         .iter()
         .map(|s| s["path"].as_str().expect("path"))
         .collect();
-    assert_eq!(sources.len(), 1, "{sources:?}");
-    assert!(sources[0].ends_with("files/output.log"), "{sources:?}");
-    assert!(err.contains("a W&B transaction log"), "{err}");
-    assert!(err.contains("W&B's own diagnostics log"), "{err}");
+    assert_eq!(sources.len(), 3, "{sources:?}");
+    assert!(sources[0].ends_with("run-tnmi5iwj.wandb"), "{sources:?}");
+    assert!(
+        sources.iter().any(|s| s.ends_with("files/output.log")),
+        "{sources:?}"
+    );
+    assert!(
+        err.contains("wandb/debug-internal.log (W&B's own diagnostics log)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("files/requirements.txt (W&B's record of the run"),
+        "{err}"
+    );
+    // `latest-run` links to the run's folder: read once, not twice.
+    assert!(!err.contains("latest-run"), "{err}");
 
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let swanlab = tmp.path().join("run-abc123.swanlab");
+    let mut bytes = b":SWL\xd6\xe1\x02".to_vec();
+    bytes.extend((0..4096u32).map(|i| (i % 7) as u8));
+    std::fs::write(&swanlab, &bytes).expect("write");
     let out = support::steptop()
         .args(["report"])
-        .arg(run.join("run-abc123.wandb"))
+        .arg(&swanlab)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("run-abc123.wandb' is a W&B transaction log"),
+        err.contains("run-abc123.swanlab' is a SwanLab run file"),
         "{err}"
     );
 }

@@ -12,6 +12,7 @@ use crate::input::ingest::{self, Feed};
 use crate::input::recording;
 use crate::model::Model;
 use crate::monitor::Monitor;
+use crate::monitor::msg::Msg;
 use crate::settings::config::Config;
 use read_progress::Progress;
 
@@ -56,9 +57,14 @@ pub fn analyze_run(
         }
         feed.set_tags(cfg.tags.clone());
         feed.set_year_reference(crate::input::file::modified(path));
-        ingest::read_file(path, &mut feed, &mut |lines| {
-            progress.advance(lines.bytes);
-            model.lines(lines, &mut |_, _| {})
+        ingest::read_file(path, &mut feed, &mut |msg| match msg {
+            Msg::Lines(lines) => {
+                progress.advance(lines.bytes);
+                model.lines(*lines, &mut |_, _| {});
+            }
+            msg => {
+                model.apply(msg);
+            }
         })
         .map_err(|e| Error::Runtime(e.to_string()))?;
         feeds.push(feed);

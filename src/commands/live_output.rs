@@ -62,8 +62,8 @@ pub(super) fn watch(
     if metrics > 0 {
         follow_metric_files::spawn(
             metric_files,
-            config.patterns.clone(),
-            config.tags.clone(),
+            (config.patterns.clone(), config.tags.clone()),
+            w.no_probe,
             stop.clone(),
             tx.clone(),
         )

@@ -1,7 +1,10 @@
 //! The thread that follows metric files in the live modes, beside the follow thread of the
 //! logs: what each file holds at the start is read as history (timed by its own wall times),
 //! then each file is looked at four times a second and what was written since goes to the
-//! inbox as lines (`metric_files::live`). Its files take the first source indices.
+//! inbox as lines (`metric_files::growing`). Its files take the first source indices. A
+//! tracker's hardware samples go with its lines: while its history is read, always (they are
+//! the run's own readings of its GPUs); after, only with the probes off, when they are the
+//! only readings of the GPUs (with the probes on, NVML reads them here).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,11 +23,12 @@ use crate::parse::user::UserPattern;
 const LOOK_EVERY: Duration = Duration::from_millis(250);
 
 /// Starts the thread for `files`, sources 0.. in their order. It ends when `stop` is set or
-/// the inbox is gone.
+/// the inbox is gone. `live_samples`: a tracker's samples written from now on go to the inbox
+/// too (the probes are off).
 pub fn spawn(
     files: Vec<(PathBuf, Kind)>,
-    patterns: Arc<Vec<UserPattern>>,
-    tags: Arc<UserTags>,
+    (patterns, tags): (Arc<Vec<UserPattern>>, Arc<UserTags>),
+    live_samples: bool,
     stop: Arc<AtomicBool>,
     inbox: SyncSender<Msg>,
 ) -> std::io::Result<JoinHandle<()>> {
@@ -51,7 +55,8 @@ pub fn spawn(
             while !stop.load(Ordering::Relaxed) {
                 for (i, (file, feed, lines)) in followed.iter_mut().enumerate() {
                     let path = file.path.clone();
-                    let (entries, problems) = file.look();
+                    let look = file.look();
+                    let problems = look.problems;
                     // A restart's new event file takes the source over, as a rotated log does.
                     if file.path != path
                         && inbox
@@ -78,12 +83,27 @@ pub fn spawn(
                     // unless the file gives no time of its own: a CSV logger writes a hundred
                     // rows at once, and arrivals would make their steps take no time.
                     let arrival = (!history && file.kind.timed()).then(unix_now);
-                    for e in entries {
+                    let mut samples = look
+                        .samples
+                        .into_iter()
+                        .filter(|_| history || live_samples)
+                        .peekable();
+                    for (i, e) in look.entries.into_iter().enumerate() {
+                        while let Some((_, s)) = samples.next_if(|(at, _)| *at <= i) {
+                            if inbox.send(Msg::Sample(Box::new(s))).is_err() {
+                                return;
+                            }
+                        }
                         *lines += 1;
                         if inbox
                             .send(message(feed, *lines, e, file.kind, arrival))
                             .is_err()
                         {
+                            return;
+                        }
+                    }
+                    for (_, s) in samples {
+                        if inbox.send(Msg::Sample(Box::new(s))).is_err() {
                             return;
                         }
                     }

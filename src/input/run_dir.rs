@@ -103,8 +103,12 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
             if seen > MAX_ENTRIES {
                 break;
             }
+            // A link to a folder (W&B's `latest-run`) names one that is read anyway.
+            let linked = p
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink());
             if p.is_dir() {
-                if depth + 1 < MAX_DEPTH {
+                if depth + 1 < MAX_DEPTH && !linked {
                     stack.push((p, depth + 1));
                 }
             } else if depth == 0 {
@@ -115,6 +119,24 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
         }
     }
     let mut found = choose(top, deeper);
+    // Several MLflow runs (an experiment's folder, or `mlruns/` whole): the latest started is
+    // the run, as for W&B's.
+    let runs: Vec<(PathBuf, i64)> = found
+        .files
+        .iter()
+        .filter(|p| metric_files::kind_of(p) == Some(Kind::Mlflow))
+        .map(|p| (p.clone(), metric_files::mlflow::start_time(p).unwrap_or(0)))
+        .collect();
+    if let Some((latest, _)) = runs.iter().max_by_key(|(p, t)| (*t, p.clone())) {
+        let latest = latest.clone();
+        for (p, _) in runs.into_iter().filter(|(p, _)| *p != latest) {
+            found.files.retain(|f| *f != p);
+            found.ignored.push((
+                p,
+                "an earlier MLflow run in the same folder (give its folder to read it)",
+            ));
+        }
+    }
     // What its name calls a log may be a tracker's binary file or its own diagnostics log.
     for p in std::mem::take(&mut found.files) {
         let why = metric_files::kind_of(&p)
@@ -129,6 +151,27 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
     Ok(found)
 }
 
+/// The W&B run folder `path` is in (`run-20240501_101500-abc123`, `offline-run-...`), by the
+/// names W&B gives them: the stamp sorts them in time. `latest-run`, W&B's link to the newest,
+/// sorts after every stamp.
+fn wandb_run(path: &Path) -> Option<&str> {
+    path.ancestors().skip(1).find_map(|a| {
+        let name = a.file_name()?.to_str()?;
+        if name == "latest-run" {
+            return Some(name);
+        }
+        let rest = name.strip_prefix("offline-").unwrap_or(name);
+        let stamp = rest.strip_prefix("run-")?;
+        let b = stamp.as_bytes();
+        let stamped = b.len() > 16
+            && b[..8].iter().all(u8::is_ascii_digit)
+            && b[8] == b'_'
+            && b[9..15].iter().all(u8::is_ascii_digit)
+            && b[15] == b'-';
+        stamped.then_some(stamp)
+    })
+}
+
 /// Which of the files found to read. Pure.
 fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
     let mut found = Found::default();
@@ -137,6 +180,30 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
         .map(|p| (p, true))
         .chain(deeper.into_iter().map(|p| (p, false)))
         .collect();
+    // Several W&B runs in one folder (a project's `wandb/`): the latest is the run, as W&B's
+    // own `latest-run` says; in it, the console (`files/output.log`) and the run file are
+    // read, and W&B's records of the environment are not logs.
+    let latest = all.iter().filter_map(|(p, _)| wandb_run(p)).max();
+    let latest = latest.map(str::to_string);
+    let mut all_kept = Vec::with_capacity(all.len());
+    for (p, top) in all {
+        match wandb_run(&p) {
+            Some(run) if Some(run) != latest.as_deref() => found.ignored.push((
+                p,
+                "an earlier W&B run in the same folder (give its folder to read it)",
+            )),
+            Some(_)
+                if p.parent().and_then(Path::file_name) == Some("files".as_ref())
+                    && p.file_name() != Some("output.log".as_ref()) =>
+            {
+                found
+                    .ignored
+                    .push((p, "W&B's record of the run (config, environment, summary)"))
+            }
+            _ => all_kept.push((p, top)),
+        }
+    }
+    let all = all_kept;
     let best = all
         .iter()
         .filter_map(|(p, _)| metric_files::kind_of(p))
@@ -252,5 +319,32 @@ mod tests {
             ],
         );
         assert_eq!(g.files, vec![p("o/trainer_state.json")]);
+    }
+
+    #[test]
+    fn a_projects_wandb_folder_is_its_latest_run() {
+        let p = |s: &str| PathBuf::from(s);
+        let f = choose(
+            vec![],
+            vec![
+                p("wandb/run-20240101_100000-aaa/run-aaa.wandb"),
+                p("wandb/run-20240101_100000-aaa/files/output.log"),
+                p("wandb/offline-run-20240102_090000-bbb/run-bbb.wandb"),
+                p("wandb/offline-run-20240102_090000-bbb/files/output.log"),
+                p("wandb/offline-run-20240102_090000-bbb/files/requirements.txt"),
+            ],
+        );
+        assert_eq!(f.steps_from, Some(Kind::Wandb));
+        assert_eq!(
+            f.files,
+            vec![
+                p("wandb/offline-run-20240102_090000-bbb/run-bbb.wandb"),
+                p("wandb/offline-run-20240102_090000-bbb/files/output.log"),
+            ]
+        );
+        let why: Vec<&str> = f.ignored.iter().map(|(_, why)| *why).collect();
+        assert_eq!(why.len(), 3, "{why:?}");
+        assert!(why[0].starts_with("an earlier W&B run"), "{why:?}");
+        assert!(why[2].starts_with("W&B's record of the run"), "{why:?}");
     }
 }

@@ -183,7 +183,7 @@ impl Indents {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FormatCounts([u64; FORMAT_COUNT]);
 
-const FORMAT_COUNT: usize = Format::MetricsJson as usize + 1;
+const FORMAT_COUNT: usize = Format::Mlflow as usize + 1;
 
 impl Parser {
     /// A parser that also tries the user's own patterns first.
@@ -447,6 +447,8 @@ const ALL_FORMATS: [Format; FORMAT_COUNT] = [
     Format::TensorBoard,
     Format::MetricsCsv,
     Format::MetricsJson,
+    Format::Wandb,
+    Format::Mlflow,
 ];
 
 /// A line drawn to separate others (`------`, `=====`, `───`): no text to read.

@@ -39,6 +39,10 @@ pub enum Format {
     MetricsCsv,
     /// JSON metric files: mmengine's `scalars.json`, Hugging Face's `trainer_state.json`.
     MetricsJson,
+    /// W&B's run file, `run-<id>.wandb`.
+    Wandb,
+    /// An MLflow run, from a file store or a SQLite store.
+    Mlflow,
 }
 
 impl Format {
@@ -68,6 +72,8 @@ impl Format {
             Format::TensorBoard => "tensorboard",
             Format::MetricsCsv => "metrics-csv",
             Format::MetricsJson => "metrics-json",
+            Format::Wandb => "wandb",
+            Format::Mlflow => "mlflow",
         }
     }
 }

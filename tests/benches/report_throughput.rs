@@ -268,7 +268,11 @@ fn diagnosis_cost(path: &Path, cfg: &Config) -> (f64, u64, u64) {
     let mut held: Vec<(Stamp, steptop::Record)> = Vec::new();
     let mut held_bytes = 0u64;
     let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
-    steptop::read_file(path, &mut feed, &mut |lines| {
+    steptop::read_file(path, &mut feed, &mut |msg| {
+        let steptop::Msg::Lines(lines) = msg else {
+            return;
+        };
+        let lines = *lines;
         if held_bytes >= DIAGNOSIS_BYTES {
             return;
         }
@@ -401,7 +405,11 @@ fn time_stages(path: &Path, cfg: &Config) -> Stages {
         spent[1].push(cpu_and_wall(&mut || {
             let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
             // The step records' boxes go back to the reader, as the monitor sends them.
-            steptop::read_file(path, &mut feed, &mut |lines| {
+            steptop::read_file(path, &mut feed, &mut |msg| {
+                let steptop::Msg::Lines(lines) = msg else {
+                    return;
+                };
+                let lines = *lines;
                 let mut spent = StepBoxes::default();
                 for rec in lines.records {
                     if let steptop::Record::Step(b) = rec {
@@ -415,7 +423,11 @@ fn time_stages(path: &Path, cfg: &Config) -> Stages {
         spent[2].push(cpu_and_wall(&mut || {
             let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
             let mut model = Model::new(cfg.model);
-            steptop::read_file(path, &mut feed, &mut |lines| {
+            steptop::read_file(path, &mut feed, &mut |msg| {
+                let steptop::Msg::Lines(lines) = msg else {
+                    return;
+                };
+                let lines = *lines;
                 let mut spent = StepBoxes::default();
                 let mut records = lines.records.into_iter();
                 for head in &lines.heads {

@@ -9,8 +9,20 @@ library.
     python3 tests/wild/metric_truth.py CASE...    # only these cases (folder names), printed
 
 Which file is read. The case folder is searched recursively. The first kind present, in this
-order, is the source of every figure: mmengine `scalars.json`, HF `trainer_state.json`,
-Lightning `metrics.csv`, TensorBoard event files (`*tfevents*`, every one in the folder, merged).
+order, is the source of every figure: a W&B run file (`*.wandb`, the latest run folder's), an
+MLflow run (a file store's latest-started run, or a SQLite store's latest active run, read with
+sqlite3), mmengine `scalars.json`, HF `trainer_state.json`, Lightning `metrics.csv`,
+TensorBoard event files (`*tfevents*`, every one in the folder, merged).
+
+Trackers. W&B: the LevelDB log framing is parsed here, the records decoded by wandb's own
+protobufs (`pip install wandb`); a history row's step is its framework's step key (the first
+of STEP_KEYS whose values are whole numbers), else W&B's `_step`; a row of evaluation figures
+with no training loss is an evaluation (its time leaves a gap out); HF's closing
+`train_runtime` row counts toward steps_last, as in trainer_state.json. MLflow: points of
+`system/*` keys are left out of the training series. Both: then as event files, and
+`gpu_series` holds every GPU figure the tracker recorded (W&B's `gpu.<i>.<figure>` stats
+items, MLflow's `system/gpu_<i>_*`), as [time, value] in file order, for tests/trackers.rs.
+A W&B run that logged no row has `no_steps`.
 (A case folder that holds one run in two forms, e.g. an HF dir with trainer_state.json and
 runs/events, takes its figures from the first kind; `source` in truth.json names it.)
 A `last-checkpoint/` or `checkpoint-N/` copy of trainer_state.json is ignored when a top-level
@@ -23,8 +35,8 @@ contains "val", "eval", "test" or "valid", or the event file lies under a folder
 `validation`/`eval`/`val`/`test` (Keras). Everything else is training.
 The TRAINING-LOSS series: among training names containing "loss", prefer (1) names containing
 "train" (2) names ending "_step"/"batch_" prefixed (per-step, not per-epoch) (3) a plain
-total-loss name (`loss`, `train_loss`, `train/loss`, with an optional _step suffix) over a
-component (`value_loss`, `box_loss`) (4) the name with the most points; Keras `epoch_loss` under `train/` counts as training. `loss` in scalars.json and
+total-loss name (`loss`, `train_loss`, `train/loss`, `total_loss`, with an optional _step suffix)
+over a component (`value_loss`, `box_loss`) (4) the name with the most points; Keras `epoch_loss` under `train/` counts as training. `loss` in scalars.json and
 trainer_state.json is the training loss (`eval_loss` is evaluation).
 
 steps_last  the largest step of the training-loss series (trainer_state.json: also the step of
@@ -106,7 +118,8 @@ def pick_loss(names, counts):
         low = n.lower()
         per_step = low.endswith("_step") or low.startswith("batch_") or "epoch" not in low
         base = re.sub(r"^(train[/_])", "", low.split("/")[-1] if "/" in low else low)
-        plain = re.sub(r"_(step|epoch)$", "", base) in ("loss", "train_loss")
+        plain = re.sub(r"_(step|epoch)$", "", base) in ("loss", "train_loss", "total_loss",
+                                                         "loss_total")
         return ("train" in low, per_step, plain, counts.get(n, 0))
     return max(cands, key=key)
 
@@ -151,8 +164,6 @@ def read_events(path):
 
 
 def from_events(files, case):
-    t = blank()
-    t["source"] = [str(f.relative_to(case)) for f in files]
     train, evals = {}, []
     for f in files:
         in_eval_dir = any(p.lower() in EVAL_DIRS for p in f.relative_to(case).parts[:-1])
@@ -161,6 +172,14 @@ def from_events(files, case):
                 evals.append(wall)
             else:
                 train.setdefault(tag, []).append((wall, step, val))
+    return from_points(train, evals, [str(f.relative_to(case)) for f in files])
+
+
+def from_points(train, evals, source):
+    """The figures from training series (tag -> [(wall_time, step, value)]) and the wall times
+    of evaluation points, as for event files."""
+    t = blank()
+    t["source"] = source
     counts = {k: len(v) for k, v in train.items()}
     tag = pick_loss(train.keys(), counts)
     if tag is None:
@@ -210,6 +229,176 @@ def from_events(files, case):
             w = [(b[0] - a[0], b[1]) for a, b in zip(series, series[1:]) if b[1] > 0]
             if w:
                 t[key] = sum(n for n, _ in w) / sum(n / r for n, r in w)
+    return t
+
+
+# ---------------------------------------------------------------- W&B run files
+# The training step a framework logs as a history key of its own (`train/global_step`); W&B's
+# `_step` counts rows (or is the step the script passed to wandb.log) and is used without one.
+STEP_KEYS = ("global_step", "update_step", "iteration", "iter", "step")
+
+
+def wandb_records(path):
+    """Every record of a `.wandb` file as wandb's own `Record` protobuf; the LevelDB log framing
+    (7-byte file header, 32 KiB blocks, fragments of CRC32 + length + type) parsed here. A
+    record left unfinished at the end of the file is dropped, as wandb's reader does."""
+    from wandb.proto import wandb_internal_pb2 as pb
+    import zlib
+    data = path.read_bytes()
+    i, pending, out = 7, None, []
+    while i + 7 <= len(data):
+        left = 32768 - i % 32768
+        if left < 7:
+            i += left
+            continue
+        crc, n, kind = struct.unpack("<IHB", data[i:i + 7])
+        frag = data[i + 7:i + 7 + n]
+        if kind == 0 or len(frag) < n:
+            break
+        assert zlib.crc32(bytes([kind]) + frag) & 0xFFFFFFFF == crc, f"{path}: crc at {i}"
+        i += 7 + n
+        if kind == 1:
+            out.append(frag)
+        elif kind == 2:
+            pending = frag
+        elif pending is not None:
+            pending += frag
+            if kind == 4:
+                out.append(pending)
+                pending = None
+    recs = []
+    for raw in out:
+        r = pb.Record()
+        r.ParseFromString(raw)
+        recs.append(r)
+    return recs
+
+
+def history_rows(path):
+    """Each history row as {name: value} (numbers only), the name from `key` or `nested_key`."""
+    rows = []
+    for r in wandb_records(path):
+        if r.WhichOneof("record_type") != "history":
+            continue
+        row = {}
+        for it in r.history.item:
+            name = it.key or ".".join(it.nested_key)
+            try:
+                v = json.loads(it.value_json)
+            except ValueError:
+                continue
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                row[name] = float(v)
+        rows.append(row)
+    return rows
+
+
+def wandb_gpu_series(path):
+    """Every `gpu.<i>.<figure>` stats item: {name: [[time, value], ...]} in file order."""
+    series = {}
+    for r in wandb_records(path):
+        if r.WhichOneof("record_type") != "stats":
+            continue
+        t = r.stats.timestamp.seconds + r.stats.timestamp.nanos / 1e9
+        for it in r.stats.item:
+            if re.match(r"^gpu\.\d+\.(gpu|memory|memoryAllocatedBytes|powerWatts|"
+                        r"enforcedPowerLimitWatts|temp|smClock)$", it.key or ".".join(it.nested_key)):
+                try:
+                    series.setdefault(it.key or ".".join(it.nested_key), []).append([t, float(json.loads(it.value_json))])
+                except (TypeError, ValueError):
+                    pass
+    return series
+
+
+def from_wandb(path, case):
+    rows = history_rows(path)
+    names = {k for r in rows for k in r}
+    # The step key: the first of STEP_KEYS (in that order) that names a key whose values are
+    # all whole numbers (verl's `timing_s/step` is seconds, not a step).
+    def whole(k):
+        return all(float(r[k]).is_integer() for r in rows if k in r)
+    ranked = sorted((STEP_KEYS.index(re.split(r"[/.]", k)[-1].lower()), k) for k in names
+                    if not is_eval(k) and re.split(r"[/.]", k)[-1].lower() in STEP_KEYS
+                    and whole(k))
+    step_key = ranked[0][1] if ranked else "_step"
+    train, evals = {}, []
+    for r in rows:
+        wall = r.get("_timestamp")
+        step = r.get(step_key)
+        if wall is None or step is None:
+            continue
+        figures = {k: v for k, v in r.items() if not k.startswith("_") and k != step_key}
+        if any(is_eval(k) for k in figures) and not any("loss" in k.lower() and not is_eval(k)
+                                                          for k in figures):
+            evals.append(wall)
+            continue
+        for k, v in figures.items():
+            if not is_eval(k):
+                train.setdefault(k, []).append((wall, int(step), v))
+    t = from_points(train, evals, [str(path.relative_to(case))])
+    # HF Trainer's closing row (`train/train_runtime`) is at the run's last step, as in
+    # trainer_state.json.
+    closing = [r[step_key] for r in rows
+               if step_key in r and any(k.endswith("train_runtime") for k in r)]
+    if closing and t["steps_last"] is not None and max(closing) > t["steps_last"]:
+        t["steps_last"] = int(max(closing))
+        t["notes"].append("steps_last from the closing train_runtime row")
+    t["notes"].append(f"step key: {step_key!r}; {len(rows)} history rows")
+    if not rows:
+        # A run that logged no row: reading it must give no step (its GPU series are the test).
+        t["no_steps"] = True
+    t["gpu_series"] = wandb_gpu_series(path)
+    return t
+
+
+# ---------------------------------------------------------------- MLflow stores
+def mlflow_points(case):
+    """The latest-started run's points {key: [(time_s, step, value)]} and params, from a file
+    store (`meta.yaml` beside `metrics/`) or a SQLite store (`*.db`), read with no MLflow code."""
+    metas = [p for p in case.rglob("meta.yaml") if (p.parent / "metrics").is_dir()]
+    dbs = [p for p in case.rglob("*.db")]
+    points = {}
+    if metas:
+        def start(p):
+            m = re.search(r"^start_time: (\d+)", p.read_text(), re.M)
+            return int(m.group(1)) if m else 0
+        meta = max(metas, key=lambda p: (start(p), str(p)))
+        for f in sorted((meta.parent / "metrics").rglob("*")):
+            if not f.is_file():
+                continue
+            key = str(f.relative_to(meta.parent / "metrics"))
+            for line in f.read_text().splitlines():
+                parts = line.split()
+                if len(parts) >= 2:
+                    step = int(parts[2]) if len(parts) > 2 else 0
+                    points.setdefault(key, []).append((int(parts[0]) / 1000, step, float(parts[1])))
+        return meta, points
+    import sqlite3
+    db = dbs[0]
+    con = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
+    run = con.execute("SELECT run_uuid FROM runs WHERE lifecycle_stage = 'active' "
+                      "ORDER BY start_time DESC, run_uuid DESC LIMIT 1").fetchone()[0]
+    for key, ts, step, value, nan in con.execute(
+            "SELECT key, timestamp, step, value, is_nan FROM metrics WHERE run_uuid = ? "
+            "ORDER BY timestamp, step, key", (run,)):
+        if not nan:
+            points.setdefault(key, []).append((ts / 1000, step, value))
+    return db, points
+
+
+def from_mlflow(case):
+    where, points = mlflow_points(case)
+    train, evals = {}, []
+    for key, pts in points.items():
+        if key.startswith("system/"):
+            continue
+        if is_eval(key):
+            evals.extend(w for w, _, _ in pts)
+        else:
+            train[key] = sorted(pts, key=lambda p: (p[1], p[0]))
+    t = from_points(train, evals, [str(where.relative_to(case))])
+    t["gpu_series"] = {k: [[w, v] for w, _, v in sorted(pts)] for k, pts in points.items()
+                       if re.match(r"^system/(node_[^/]+/)?gpu_\d+_", k)}
     return t
 
 
@@ -346,6 +535,13 @@ def truth(case):
     ts = [p for p in files if p.name == "trainer_state.json"]
     mc = [p for p in files if p.name == "metrics.csv"]
     ev = [p for p in files if "tfevents" in p.name]
+    wb = [p for p in files if p.suffix == ".wandb"]
+    if wb:
+        # The latest run of a project's `wandb/` (run folders sort by their time stamp).
+        return from_wandb(max(wb, key=lambda p: p.parent.name), case)
+    if any(p.name == "meta.yaml" and (p.parent / "metrics").is_dir() for p in files) or any(
+            p.suffix == ".db" for p in files):
+        return from_mlflow(case)
     if sc:
         return from_scalars(sc[0], case)
     if ts:

@@ -24,6 +24,11 @@ pub const DATA_LOADING_BOUND: Rule = Rule {
             1.0,
             "mean data_time (ms) under which the rule stays quiet",
         ),
+        p(
+            "gpu-busy-pct",
+            90.0,
+            "mean GPU utilization from which the GPU, not the data, is the limit (quiet)",
+        ),
     ],
     detail: false,
     hidden_by: &["loader_workers_starved", "input_cpu_saturated"],
@@ -83,11 +88,22 @@ fn data_evidence(v: &View, f: Finding, share: f64, data: f64, step: f64) -> Find
 
 fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
     let (share, data, step) = data_bound(v, k.get("exit"), k.get("floor-ms"))?;
+    // A GPU kept busy is the limit whatever the data wait reads (a wait that overlaps the
+    // GPU's work, or a timer that holds a CUDA sync): the data is not what to fix.
+    let util = v.gpu_util();
+    if util.is_some_and(|u| u >= k.get("gpu-busy-pct")) {
+        return None;
+    }
     let level = grade(share, k.get("warn"), k.get("crit"), k.get("exit"))?;
     let title = || {
         let mut words = String::from("data loading takes ");
         push_pct(&mut words, share);
         words.push_str(" of each step");
+        if let Some(util) = util {
+            words.push_str(" while the GPU is ");
+            push_pct(&mut words, util / 100.0);
+            words.push_str(" busy");
+        }
         words
     };
     let mut f = data_evidence(v, v.graded(level, title), share, data, step);

@@ -33,7 +33,7 @@ use crate::input::metric_files;
 use crate::model::Stamp;
 use crate::model::source_stats::read_nothing;
 use crate::model::unparsed::unparsed_shape;
-use crate::monitor::msg::{Home, LineHead, Lines};
+use crate::monitor::msg::{Home, LineHead, Lines, Msg};
 use crate::parse::record::{Record, StepBoxes};
 use crate::parse::{Context, LineInfo, Parser};
 
@@ -43,49 +43,79 @@ use crate::parse::{Context, LineInfo, Parser};
 /// 57 MiB at 256 KiB, for 3% of its speed.
 const BLOCK_BYTES: usize = 256 * 1024;
 
-/// Reads `path` whole through `feed`, handing its lines to `out` in blocks, in file order. A
-/// metric file (`input::metric_files`) gives its entries as the lines.
-pub fn read_file(
-    path: &Path,
-    feed: &mut Feed,
-    out: &mut dyn FnMut(Lines),
-) -> io::Result<ReadStats> {
+/// Reads `path` whole through `feed`, handing its lines to `out` in blocks (`Msg::Lines`), in
+/// file order. A metric file (`input::metric_files`) gives its entries as the lines, and a
+/// tracker's hardware samples (`Msg::Sample`) among them where the file has them.
+pub fn read_file(path: &Path, feed: &mut Feed, out: &mut dyn FnMut(Msg)) -> io::Result<ReadStats> {
     if let Some(kind) = metric_files::kind_of(path) {
         return read_metric_file(path, kind, feed, out);
     }
     let mut ingest = Ingest::new(feed);
     let mut failed = None;
+    let mut lines_out = |lines: Lines| out(Msg::Lines(Box::new(lines)));
     let stats = read_lines(path, &mut |line_no, raw| {
         if failed.is_none() {
-            failed = ingest.push(feed, line_no, raw, out).err();
+            failed = ingest.push(feed, line_no, raw, &mut lines_out).err();
         }
     })?;
     if let Some(e) = failed {
         return Err(e);
     }
-    ingest.flush(feed, out)?;
+    ingest.flush(feed, &mut lines_out)?;
     Ok(stats)
 }
 
-/// A metric file's entries through its feed as one block: each is a line with its wall time
-/// and its records, credited to the file's format.
+/// A metric file's entries through its feed as blocks of lines: each is a line with its wall
+/// time and its records, credited to the file's format. A tracker's samples go out between
+/// the blocks, each after the entries the file held before it.
 fn read_metric_file(
     path: &Path,
     kind: metric_files::Kind,
     feed: &mut Feed,
-    out: &mut dyn FnMut(Lines),
+    out: &mut dyn FnMut(Msg),
 ) -> io::Result<ReadStats> {
     let read = metric_files::read(path, kind)?;
+    feed.read_as(kind.format());
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    // A tracker's rows and its hardware samples were written on one clock, as a recording's
+    // lines and samples are: they are played as a live run sent them (each row arrives at
+    // the time it was logged, the clock reading that time), so that the rules that count
+    // seconds between steps judge the run as it went, not as steps all read at once.
+    let recorded = !read.samples.is_empty();
+    if recorded {
+        out(Msg::CaughtUp { source: feed.index });
+    }
+    let mut samples = read.samples.into_iter().peekable();
     let mut lines = Lines::default();
     let mut records = Vec::new();
+    let send = |lines: &mut Lines, records: &mut Vec<Record>, out: &mut dyn FnMut(Msg)| {
+        if !lines.heads.is_empty() {
+            lines.records = std::mem::take(records);
+            out(Msg::Lines(Box::new(std::mem::take(lines))));
+        }
+    };
     for (i, e) in read.entries.iter().enumerate() {
+        while let Some((_, sample)) = samples.next_if(|(at, _)| *at <= i) {
+            send(&mut lines, &mut records, out);
+            out(Msg::Sample(Box::new(sample)));
+        }
+        let arrival = e.time.filter(|_| recorded);
+        if let Some(t) = arrival {
+            send(&mut lines, &mut records, out);
+            out(Msg::Tick(t));
+        }
         let start = lines.text.len();
         let text = e.text();
         lines.text.extend_from_slice(text.as_bytes());
         let before = records.len();
-        let (info, stamp) = feed.entry(i as u64 + 1, e, &text, kind.format(), None, &mut |_, r| {
-            records.push(r)
-        });
+        let (info, stamp) = feed.entry(
+            i as u64 + 1,
+            e,
+            &text,
+            kind.format(),
+            arrival,
+            &mut |_, r| records.push(r),
+        );
         lines.heads.push(LineHead {
             stamp,
             info,
@@ -95,14 +125,15 @@ fn read_metric_file(
         });
     }
     feed.stats.problems = read.problems;
-    lines.records = records;
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
     lines.bytes = size;
     let stats = ReadStats {
         bytes: size,
         ..ReadStats::default()
     };
-    out(lines);
+    send(&mut lines, &mut records, out);
+    for (_, sample) in samples {
+        out(Msg::Sample(Box::new(sample)));
+    }
     Ok(stats)
 }
 

@@ -31,6 +31,8 @@ pub struct Feed {
     /// The last rank a line named, for the report.
     line_rank: Option<u32>,
     last_log_time: Option<f64>,
+    /// The format of the metric file this feed reads, if it reads one.
+    metric_format: Option<Format>,
     /// A timeline made of the logged step times, for files without timestamps.
     synthetic: f64,
     /// The rank and step of the last step line the synthetic timeline took: a line every
@@ -115,6 +117,7 @@ impl Feed {
             file_rank: rank_from_name(path),
             line_rank: None,
             last_log_time: None,
+            metric_format: None,
             synthetic: 0.0,
             synthetic_step: None,
             orders: HashMap::default(),
@@ -261,8 +264,12 @@ impl Feed {
         )
     }
 
-    /// The first step any rank logged in this file.
+    /// The first step any rank logged in this file; None for a log whose run's steps a metric
+    /// file gives (its step lines are the same run's, not a run of their own).
     pub fn first_step(&self) -> Option<u64> {
+        if !self.steps {
+            return None;
+        }
         self.orders.values().filter_map(|o| o.first).min()
     }
 
@@ -447,9 +454,15 @@ impl Feed {
         self.parser.patterns()
     }
 
-    /// The file's primary format, if any line was recognised.
+    /// The file's primary format, if any line was recognised; a metric file is of its kind's
+    /// format even when it holds no entry (a tracker's run that logged only system metrics).
     pub fn format(&self) -> Option<Format> {
-        self.stats.formats.primary()
+        self.stats.formats.primary().or(self.metric_format)
+    }
+
+    /// The file is a metric file of `format`, read whole.
+    pub fn read_as(&mut self, format: Format) {
+        self.metric_format = Some(format);
     }
 
     /// Lines recognised per format.

@@ -3,13 +3,15 @@
 //! bytes, so it never gives a value), and when a newer event file appears beside it (the job
 //! restarted: a writer starts a new file) reading goes on there, as a rotated log's does. A
 //! CSV or JSON metric file is rewritten: each look that finds it changed reads it again and
-//! hands on only the steps past the last one handed on.
+//! hands on only the steps past the last one handed on. A W&B run file is appended to in
+//! LevelDB's framing: each look reads from the block its unread part begins in, and a record
+//! whose fragments are not all written waits for them.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read as _, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{Entry, Kind, read, steps, tfrecord};
+use super::{Entry, Kind, Read, leveldb_log, read, steps, tfrecord, wandb};
 
 /// One followed metric file.
 pub struct Growing {
@@ -24,6 +26,9 @@ pub struct Growing {
     /// The last step handed on.
     last_step: Option<u64>,
     summary_sent: bool,
+    /// W&B run files: the records' reader, which keeps a sample whose parts are not all
+    /// read yet.
+    wandb: Option<wandb::Reader>,
 }
 
 impl Growing {
@@ -36,15 +41,51 @@ impl Growing {
             version: None,
             last_step: None,
             summary_sent: false,
+            wandb: None,
         }
     }
 
-    /// What was written since the last look: new entries, and what could not be read.
-    pub fn look(&mut self) -> (Vec<Entry>, Vec<String>) {
-        match self.kind {
+    /// What was written since the last look: new entries (and a tracker's samples among
+    /// them), and what could not be read.
+    pub fn look(&mut self) -> Read {
+        let (entries, problems) = match self.kind {
             Kind::Events => self.appended(),
+            Kind::Wandb => return self.wandb_appended(),
             _ => self.rewritten(),
+        };
+        Read {
+            entries,
+            problems,
+            ..Read::default()
         }
+    }
+
+    /// A W&B run file's records since the last look, from the block the unread part begins
+    /// in (LevelDB's blocks are aligned to the file's start).
+    fn wandb_appended(&mut self) -> Read {
+        let mut out = Read::default();
+        let base = self.offset - self.offset % leveldb_log::BLOCK as u64;
+        let Ok(bytes) = read_from(&self.path, base) else {
+            return out;
+        };
+        if self.offset == 0 && leveldb_log::ident(&bytes).is_some_and(|i| i != wandb::IDENT) {
+            out.problems
+                .push("byte 0: not a W&B run file (it does not begin with `:W&B`)".into());
+            return out;
+        }
+        let reader = self
+            .wandb
+            .get_or_insert_with(|| wandb::Reader::new(super::wandb_machine(&self.path)));
+        let framed = leveldb_log::records_at(&bytes, base as usize, self.offset as usize);
+        for (offset, data) in &framed.records {
+            reader.record(*offset, data, &mut out);
+        }
+        self.offset = framed.consumed as u64;
+        out.problems.extend(framed.problems);
+        // A sample's parts are written together: what a look found is whole.
+        // Each record is read once (the file is only appended to): every row goes on.
+        reader.finish(&mut out, &super::file_name(&self.path));
+        out
     }
 
     fn appended(&mut self) -> (Vec<Entry>, Vec<String>) {
@@ -79,13 +120,19 @@ impl Growing {
     }
 
     fn rewritten(&mut self) -> (Vec<Entry>, Vec<String>) {
-        let Ok(meta) = std::fs::metadata(&self.path) else {
+        // An MLflow file store's run grows in the metric files beside its `meta.yaml`.
+        let version = match self.kind {
+            Kind::Mlflow => self
+                .path
+                .parent()
+                .map(|d| version_of_tree(&d.join("metrics"))),
+            _ => std::fs::metadata(&self.path)
+                .ok()
+                .map(|m| (m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH))),
+        };
+        let Some(version) = version else {
             return (Vec::new(), Vec::new());
         };
-        let version = (
-            meta.len(),
-            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-        );
         if self.version == Some(version) {
             return (Vec::new(), Vec::new());
         }
@@ -122,6 +169,26 @@ impl Growing {
         }
         out
     }
+}
+
+/// The files under `dir` as one version: their sizes summed, the latest change.
+fn version_of_tree(dir: &Path) -> (u64, SystemTime) {
+    let mut version = (0, SystemTime::UNIX_EPOCH);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                version.0 += m.len();
+                version.1 = version
+                    .1
+                    .max(m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+            }
+        }
+    }
+    version
 }
 
 /// The next event file after `path` in its directory, by name: writers name them
@@ -177,17 +244,20 @@ mod tests {
         f.write_all(&scalar(1, "loss", 2.0)).unwrap();
         f.write_all(&scalar(2, "loss", 1.5)).unwrap();
         let mut g = Growing::new(path.clone(), Kind::Events);
-        let (e, p) = g.look();
-        assert_eq!((steps(&e), p.len()), (vec![Some(1), Some(2)], 0));
+        let r = g.look();
+        assert_eq!(
+            (steps(&r.entries), r.problems.len()),
+            (vec![Some(1), Some(2)], 0)
+        );
         // Half of step 3's loss: nothing yet.
         let third = scalar(3, "loss", 1.25);
         f.write_all(&third[..9]).unwrap();
-        assert!(g.look().0.is_empty());
+        assert!(g.look().entries.is_empty());
         // The rest of it, and step 3's lr flushed later: its values without a step number.
         f.write_all(&third[9..]).unwrap();
-        assert_eq!(steps(&g.look().0), vec![Some(3)]);
+        assert_eq!(steps(&g.look().entries), vec![Some(3)]);
         f.write_all(&scalar(3, "lr", 0.1)).unwrap();
-        let late = g.look().0;
+        let late = g.look().entries;
         assert_eq!(steps(&late), vec![None]);
         assert!(late[0].text().contains("lr=0.1"));
     }
@@ -202,7 +272,7 @@ mod tests {
         )
         .unwrap();
         let mut g = Growing::new(first.clone(), Kind::Events);
-        assert_eq!(steps(&g.look().0), vec![Some(1), Some(2)]);
+        assert_eq!(steps(&g.look().entries), vec![Some(1), Some(2)]);
         // The job's last record before it stopped, and the new file of the restart.
         let mut f = std::fs::OpenOptions::new()
             .append(true)
@@ -211,14 +281,14 @@ mod tests {
         f.write_all(&scalar(3, "loss", 1.4)).unwrap();
         let second = dir.path().join("events.out.tfevents.1795652634.vm.1.1");
         std::fs::write(&second, scalar(4, "loss", 1.3)).unwrap();
-        assert_eq!(steps(&g.look().0), vec![Some(3), Some(4)]);
+        assert_eq!(steps(&g.look().entries), vec![Some(3), Some(4)]);
         assert_eq!(g.path, second);
         std::fs::write(
             &second,
             [scalar(4, "loss", 1.3), scalar(5, "loss", 1.2)].concat(),
         )
         .unwrap();
-        assert_eq!(steps(&g.look().0), vec![Some(5)]);
+        assert_eq!(steps(&g.look().entries), vec![Some(5)]);
     }
 
     #[test]
@@ -227,14 +297,14 @@ mod tests {
         let path = dir.path().join("metrics.csv");
         std::fs::write(&path, "step,train_loss\n0,2.0\n1,1.9\n").unwrap();
         let mut g = Growing::new(path.clone(), Kind::LightningCsv);
-        assert_eq!(steps(&g.look().0), vec![Some(0), Some(1)]);
-        assert!(g.look().0.is_empty(), "unchanged");
+        assert_eq!(steps(&g.look().entries), vec![Some(0), Some(1)]);
+        assert!(g.look().entries.is_empty(), "unchanged");
         // Rewritten whole with a new column (Lightning, when val_loss first appears).
         std::fs::write(
             &path,
             "step,train_loss,val_loss\n0,2.0,\n1,1.9,\n2,1.8,\n3,1.7,2.1\n",
         )
         .unwrap();
-        assert_eq!(steps(&g.look().0), vec![Some(2), Some(3)]);
+        assert_eq!(steps(&g.look().entries), vec![Some(2), Some(3)]);
     }
 }

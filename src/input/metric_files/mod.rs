@@ -1,18 +1,25 @@
 //! The metrics a job writes to files instead of its log: TensorBoard event files
-//! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`
-//! and Hugging Face's `trainer_state.json`. Each is read whole into entries, one per logged
-//! step, that go the way of log lines (`ingest`): a step's figures, its wall time where the
-//! file has one (so step times come from wall times), and a line of text for the log pane.
+//! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`,
+//! Hugging Face's `trainer_state.json`, and the trackers' run files: W&B's `run-<id>.wandb`.
+//! Each is read whole into entries, one per logged step, that go the way of log lines
+//! (`ingest`): a step's figures, its wall time where the file has one (so step times come
+//! from wall times), and a line of text for the log pane. A tracker's system metrics become
+//! hardware samples placed among the entries, on the run's own clock.
 
 pub mod growing;
+pub mod leveldb_log;
+pub mod mlflow;
+mod mlflow_db;
 mod table;
 pub mod tags;
 pub mod tf_event;
 pub mod tfrecord;
+pub mod wandb;
 
 use std::path::Path;
 
-use crate::parse::record::{EventKind, Format, Record, StepRecord, SummaryRecord};
+use crate::model::sample::Sample;
+use crate::parse::record::{ConfigFact, EventKind, Format, Record, StepRecord, SummaryRecord};
 
 /// Which kind of metric file a path is, by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +28,12 @@ pub enum Kind {
     LightningCsv,
     ScalarsJson,
     TrainerState,
+    /// W&B's transaction log, `run-<id>.wandb`.
+    Wandb,
+    /// An MLflow file store's run, by its `meta.yaml`.
+    Mlflow,
+    /// An MLflow SQLite store (`mlflow.db`): its latest run.
+    MlflowDb,
 }
 
 impl Kind {
@@ -30,23 +43,30 @@ impl Kind {
             Kind::Events => Format::TensorBoard,
             Kind::LightningCsv => Format::MetricsCsv,
             Kind::ScalarsJson | Kind::TrainerState => Format::MetricsJson,
+            Kind::Wandb => Format::Wandb,
+            Kind::Mlflow | Kind::MlflowDb => Format::Mlflow,
         }
     }
 
     /// Its entries carry their time: a wall time (event files) or each step's own time
     /// (mmengine's `time`). The others hold step numbers and figures only.
     pub fn timed(self) -> bool {
-        matches!(self, Kind::Events | Kind::ScalarsJson)
+        matches!(
+            self,
+            Kind::Events | Kind::ScalarsJson | Kind::Wandb | Kind::Mlflow | Kind::MlflowDb
+        )
     }
 
     /// Among the metric files of one run, which gives its steps: the one with wall times
     /// first. Lower comes first.
     pub fn preference(self) -> u8 {
         match self {
-            Kind::Events => 0,
-            Kind::ScalarsJson => 1,
-            Kind::LightningCsv => 2,
-            Kind::TrainerState => 3,
+            // A tracker's run file holds what an event file it syncs does, and the GPUs too.
+            Kind::Wandb | Kind::Mlflow | Kind::MlflowDb => 0,
+            Kind::Events => 1,
+            Kind::ScalarsJson => 2,
+            Kind::LightningCsv => 3,
+            Kind::TrainerState => 4,
         }
     }
 }
@@ -56,6 +76,15 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?;
     if name.starts_with("events.out.tfevents.") {
         return Some(Kind::Events);
+    }
+    if name.ends_with(".wandb") {
+        return Some(Kind::Wandb);
+    }
+    if mlflow::is_run_meta(path) {
+        return Some(Kind::Mlflow);
+    }
+    if path.extension().is_some_and(|e| e == "db") && mlflow_db::is_store(path) {
+        return Some(Kind::MlflowDb);
     }
     match name {
         "metrics.csv" => Some(Kind::LightningCsv),
@@ -83,11 +112,18 @@ pub struct Entry {
     /// Hugging Face's closing entry (`train_runtime`, the run's mean loss): the run's summary,
     /// not a step.
     pub summary: Option<SummaryRecord>,
+    /// The run's config as a tracker recorded it (batch size, workers): each fact with its
+    /// name and value as written (`batch_size=32`).
+    pub config: Vec<(String, ConfigFact)>,
 }
 
 impl Entry {
     /// The file's own names and values, for the log pane: `step 120 train/loss=0.53`.
     pub fn text(&self) -> String {
+        if !self.config.is_empty() {
+            let facts: Vec<&str> = self.config.iter().map(|(text, _)| text.as_str()).collect();
+            return format!("config {}", facts.join(" "));
+        }
         let mut text = self.step.map(|s| format!("step {s}")).unwrap_or_default();
         for (name, v) in &self.values {
             if !text.is_empty() {
@@ -104,28 +140,47 @@ impl Entry {
         if let Some(s) = &self.summary {
             return vec![Record::Summary(s.clone())];
         }
+        if !self.config.is_empty() {
+            return self
+                .config
+                .iter()
+                .map(|(_, fact)| Record::Config(fact.clone()))
+                .collect();
+        }
         let mut rec = StepRecord {
             step: self.step,
             ..StepRecord::default()
         };
-        let mut any = false;
+        // What the row holds: a training figure, only the epoch it was logged in, or none
+        // steptop reads.
+        let mut training = false;
+        let mut epoch = false;
         for (name, v) in &self.values {
             if let Some(f) = tags::figure_with(user, name) {
                 tags::set(&mut rec, f, *v);
-                any = true;
+                training |= f != tags::Figure::Epoch;
+                epoch |= f == tags::Figure::Epoch;
             }
-        }
-        let mut out = Vec::new();
-        if any {
-            out.push(Record::Step(Box::new(rec)));
         }
         // An evaluation logged at this step ran after it: the next step's wall time holds it,
         // a pause and not a step (the model tells it as it does a log's evaluation).
-        if self
+        let evaluation = self
             .values
             .iter()
-            .any(|(name, _)| tags::is_evaluation(name) && tags::figure_with(user, name).is_none())
-        {
+            .any(|(name, _)| tags::is_evaluation(name) && tags::figure_with(user, name).is_none());
+        // Training figures steptop does not read (`train/box_loss`, `metrics/mAP50(B)`): the
+        // run still logged this step.
+        let unread = self
+            .values
+            .iter()
+            .any(|(name, _)| !tags::is_evaluation(name) && tags::figure_with(user, name).is_none());
+        let mut out = Vec::new();
+        if training || epoch && !evaluation {
+            out.push(Record::Step(Box::new(rec)));
+        } else if let Some(step) = self.step.filter(|_| unread) {
+            out.push(Record::StepMark { step });
+        }
+        if evaluation {
             out.push(Record::Event {
                 kind: EventKind::Eval,
                 text: self.text(),
@@ -143,18 +198,67 @@ pub type UserTags = Vec<(String, Option<tags::Figure>)>;
 #[derive(Debug, Default)]
 pub struct Read {
     pub entries: Vec<Entry>,
+    /// A tracker's hardware samples, each after the number of entries that came before it
+    /// in the file.
+    pub samples: Vec<(usize, Sample)>,
     pub problems: Vec<String>,
 }
 
 /// Reads a metric file whole.
 pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
+    if kind == Kind::Mlflow {
+        let (run, problems) = mlflow::read_file_store(path)?;
+        // The run's folder is named by its id.
+        let store = format!("run {}", file_name(path.parent().unwrap_or(path)));
+        let mut read = mlflow::entries(&run, &store);
+        read.problems = problems;
+        return Ok(read);
+    }
+    if kind == Kind::MlflowDb {
+        return Ok(match mlflow_db::read_latest(path) {
+            Ok(Some((id, run))) => {
+                mlflow::entries(&run, &format!("{} (run {id})", file_name(path)))
+            }
+            Ok(None) => Read {
+                problems: vec!["the store holds no active run".into()],
+                ..Read::default()
+            },
+            Err(e) => Read {
+                problems: vec![format!("cannot read the store: {e}")],
+                ..Read::default()
+            },
+        });
+    }
     let bytes = std::fs::read(path)?;
     Ok(match kind {
+        Kind::Mlflow | Kind::MlflowDb => Read::default(),
         Kind::Events => events(&bytes),
         Kind::LightningCsv => table::csv(&String::from_utf8_lossy(&bytes)),
         Kind::ScalarsJson => table::json_lines(&String::from_utf8_lossy(&bytes)),
         Kind::TrainerState => table::trainer_state(&String::from_utf8_lossy(&bytes)),
+        Kind::Wandb => wandb::read(&bytes, &wandb_machine(path), &file_name(path)),
     })
+}
+
+/// A file's name, for notes that say where figures came from.
+pub(super) fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// The GPUs a W&B run's folder describes (`files/wandb-metadata.json` beside the run file):
+/// their names and memory, which its system metrics do not repeat. Nothing when the file is
+/// missing or says nothing of GPUs.
+pub(super) fn wandb_machine(run_file: &Path) -> wandb::Machine {
+    let meta = run_file
+        .parent()
+        .map(|d| d.join("files").join("wandb-metadata.json"));
+    let json = meta
+        .and_then(|m| std::fs::read(m).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    json.map(|j| wandb::machine(&j)).unwrap_or_default()
 }
 
 /// A value as written: a 32-bit float (as TensorBoard stores scalars) in its shortest form.
@@ -231,7 +335,7 @@ impl Pending {
             step: u64::try_from(self.step).ok(),
             time: Some(self.time),
             values: self.values,
-            summary: None,
+            ..Entry::default()
         }
     }
 }

@@ -143,6 +143,7 @@ pub fn trainer_state(text: &str) -> Read {
                     steps_per_s: f("train_steps_per_second"),
                     loss: f("train_loss"),
                 }),
+                config: Vec::new(),
             });
             continue;
         }

@@ -34,6 +34,25 @@ pub fn is_evaluation(name: &str) -> bool {
     })
 }
 
+/// Whether a metric's name is the training step a framework logs beside its figures
+/// (`train/global_step`, Lightning's `trainer/global_step`, `iteration`), and how surely: the
+/// lower, the surer (a global step over a plain `step`, which may be a loop's own). A
+/// tracker's own row counter (W&B's `_step`) is none.
+pub fn step_rank(name: &str) -> Option<u8> {
+    if is_evaluation(name) {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    let last = lower.rsplit(['/', '.', ':']).next().unwrap_or_default();
+    Some(match last {
+        "global_step" | "globalstep" => 0,
+        "update_step" | "updates" | "num_updates" | "train_step" => 1,
+        "iteration" | "iterations" | "iter" => 2,
+        "step" => 3,
+        _ => return None,
+    })
+}
+
 /// The figure a metric's name gives, if steptop reads it.
 pub fn figure(name: &str) -> Option<Figure> {
     if is_evaluation(name) {
@@ -62,6 +81,8 @@ pub fn figure(name: &str) -> Option<Figure> {
         return None;
     }
     let last = last.strip_suffix("_step").unwrap_or(last);
+    // This rank's own value (`train_loss_local`) is the figure as a one-rank log prints it.
+    let last = last.strip_suffix("_local").unwrap_or(last);
     let last = last
         .strip_prefix("train_")
         .or_else(|| last.strip_prefix("training_"))
@@ -147,6 +168,7 @@ mod tests {
             ("train/loss", Some(Figure::Loss)),
             ("train_loss", Some(Figure::Loss)),
             ("train_loss_step", Some(Figure::Loss)),
+            ("train_loss_local", Some(Figure::Loss)),
             ("Loss/train", Some(Figure::Loss)),
             ("Loss/test", None),
             ("train/learning_rate", Some(Figure::Lr)),
@@ -167,6 +189,17 @@ mod tests {
             ("accuracy/top1", None),
         ] {
             assert_eq!(figure(name), want, "{name}");
+        }
+        for (name, step) in [
+            ("train/global_step", true),
+            ("trainer/global_step", true),
+            ("train/update_step", true),
+            ("iteration", true),
+            ("_step", false),
+            ("val/step", false),
+            ("steps_per_second", false),
+        ] {
+            assert_eq!(step_rank(name).is_some(), step, "{name}");
         }
     }
 }

@@ -86,9 +86,11 @@ pub fn messages_tagged(
             }
             // The lines and their ends: a position in bytes, near enough for a progress figure.
             let mut bytes = done;
-            crate::input::ingest::read_file(path, feed, &mut |lines| {
-                bytes += lines.bytes;
-                each(Msg::Lines(Box::new(lines)), bytes);
+            crate::input::ingest::read_file(path, feed, &mut |msg| {
+                if let Msg::Lines(lines) = &msg {
+                    bytes += lines.bytes;
+                }
+                each(msg, bytes);
             })
             .map_err(|e| Error::Runtime(format!("cannot read {}: {e}", path.display())))?;
         }

@@ -1,0 +1,107 @@
+//! MLflow's SQLite store (`mlflow.db`, the default since MLflow 3; older projects name it as
+//! they like): the same runs a file store holds, in tables `runs`, `metrics` and `params`,
+//! whose columns have not changed from MLflow 1.x to 3.x. Opened read-only and immutable, so
+//! that reading takes no lock and writes no journal beside the user's file while MLflow may
+//! be writing it.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::mlflow::{Point, Run};
+
+/// Whether the SQLite file at `path` is an MLflow store: it has MLflow's `runs` and `metrics`
+/// tables (Trackio's and others' stores are SQLite too).
+pub fn is_store(path: &Path) -> bool {
+    open(path).is_ok_and(|c| {
+        c.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'metrics', 'params')",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n == 3)
+    })
+}
+
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// A path as a `file:` URI's path: the characters a URI gives a meaning escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '?' | '#' | '%' => out.push_str(&format!("%{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The run read by default: the latest started of the store's active runs (a deleted run is
+/// in the trash). Its id and every point and param; None when the store has no run.
+pub fn read_latest(path: &Path) -> Result<Option<(String, Run)>, String> {
+    let c = open(path).map_err(|e| e.to_string())?;
+    let id: Option<String> = c
+        .query_row(
+            "SELECT run_uuid FROM runs WHERE lifecycle_stage = 'active' \
+             ORDER BY start_time DESC, run_uuid DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })
+        .map_err(|e| e.to_string())?;
+    let Some(id) = id else { return Ok(None) };
+    let mut run = Run::default();
+    let mut points = c
+        .prepare(
+            "SELECT key, timestamp, value, step, is_nan FROM metrics WHERE run_uuid = ?1 \
+             ORDER BY timestamp, step, key",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = points
+        .query_map([&id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, Option<bool>>(4)?,
+            ))
+        })
+        .map_err(|e| e.to_string())?;
+    for row in rows {
+        let (key, time_ms, value, step, nan) = row.map_err(|e| e.to_string())?;
+        // A NaN is stored as 0 with `is_nan` set.
+        let value = if nan == Some(true) { f64::NAN } else { value };
+        run.points.push(Point {
+            key,
+            time_ms,
+            value,
+            step: step.unwrap_or(0),
+        });
+    }
+    let mut params = c
+        .prepare("SELECT key, value FROM params WHERE run_uuid = ?1 ORDER BY key")
+        .map_err(|e| e.to_string())?;
+    let rows = params
+        .query_map([&id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
+        .map_err(|e| e.to_string())?;
+    for row in rows {
+        run.params.push(row.map_err(|e| e.to_string())?);
+    }
+    Ok(Some((id, run)))
+}
