@@ -2,6 +2,8 @@
 //! model they built and its diagnosis), what `report`, `compare` and `--baseline` share. The
 //! sinks receive an analysis; nothing here knows how it is shown.
 
+#[cfg(test)]
+pub mod fixture_inputs;
 pub mod read_progress;
 
 use std::path::PathBuf;

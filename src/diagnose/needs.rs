@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn passing_over_gives_what_every_rule_at_every_step_gives_on_every_fixture() {
-        let inputs = crate::common::fixture_inputs::all();
+        let inputs = crate::analysis::fixture_inputs::all();
         assert!(inputs.len() > 100, "{} inputs", inputs.len());
         let (passing, every) = (config(false), config(true));
         let mut raised = 0;

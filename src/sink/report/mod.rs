@@ -857,7 +857,7 @@ mod tests {
         };
         let html = |a: &Analysis| html::render(&Report::build(a), &Curves::of(&a.model));
         let (mut drawn, mut paned) = (0, 0);
-        for paths in crate::common::fixture_inputs::all() {
+        for paths in crate::analysis::fixture_inputs::all() {
             let a = analyze(&paths, &with).expect("analyze");
             let b = analyze(&paths, &without).expect("analyze");
             let c = analyze(&paths, &page).expect("analyze");

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 /// Every input the fixtures hold, as `report` is given them: each scenario's and wild
-/// case's files together, every other log alone.
+/// case's files together (a metric-file case's folder as `report` expands it), every other
+/// log alone.
 pub fn all() -> Vec<Vec<PathBuf>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let dirs = |sub: &str| -> Vec<PathBuf> {
@@ -39,7 +40,13 @@ pub fn all() -> Vec<Vec<PathBuf>> {
         inputs.push(listed(&dir, "expected.toml", "args"));
     }
     for dir in dirs("wild") {
-        inputs.push(listed(&dir, "case.toml", "files"));
+        let case = std::fs::read_to_string(dir.join("case.toml")).expect("case.toml");
+        if case.contains("\nkind = \"metric-files\"") {
+            let found = crate::input::run_dir::discover(&dir).expect("a metric-file case");
+            inputs.push(found.files);
+        } else {
+            inputs.push(listed(&dir, "case.toml", "files"));
+        }
     }
     // A comparison's sides are folders of their own.
     let mut folders: Vec<PathBuf> = dirs("logs");
