@@ -398,7 +398,7 @@ fn the_live_view_says_a_damaged_record_and_reads_on() {
 /// A W&B run folder as W&B 0.31 wrote it offline (fixtures/metrics/wandb_offline, its
 /// `latest-run` and `debug*.log` links kept): the run file gives the steps, the console is
 /// read as a log, and W&B's own diagnostics logs and records are left out, each named with
-/// why; a tracker's binary file steptop does not read, given by name, is refused naming it.
+/// why; a binary file steptop does not read, given by name, is refused naming it.
 #[test]
 fn a_trackers_binary_files_and_own_logs_are_never_read_as_logs() {
     let dir = root().join("fixtures/metrics/wandb_offline");
@@ -421,26 +421,24 @@ fn a_trackers_binary_files_and_own_logs_are_never_read_as_logs() {
         "{err}"
     );
     assert!(
-        err.contains("files/requirements.txt (W&B's record of the run"),
+        err.contains("files/requirements.txt (the tracker's record of the run"),
         "{err}"
     );
     // `latest-run` links to the run's folder: read once, not twice.
     assert!(!err.contains("latest-run"), "{err}");
 
+    // A SQLite file that is not an MLflow store (Trackio's, say).
     let tmp = tempfile::tempdir().expect("tempdir");
-    let swanlab = tmp.path().join("run-abc123.swanlab");
-    let mut bytes = b":SWL\xd6\xe1\x02".to_vec();
+    let store = tmp.path().join("project.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
     bytes.extend((0..4096u32).map(|i| (i % 7) as u8));
-    std::fs::write(&swanlab, &bytes).expect("write");
+    std::fs::write(&store, &bytes).expect("write");
     let out = support::steptop()
         .args(["report"])
-        .arg(&swanlab)
+        .arg(&store)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("run-abc123.swanlab' is a SwanLab run file"),
-        "{err}"
-    );
+    assert!(err.contains("project.db' is a SQLite database"), "{err}");
 }

@@ -1,4 +1,5 @@
-//! The runs trackers keep (W&B's `run-<id>.wandb`, MLflow's file and SQLite stores), read as
+//! The runs trackers keep (W&B's `run-<id>.wandb`, MLflow's file and SQLite stores, SwanLab's
+//! `run-<id>.swanlab`), read as
 //! steptop reads them: every GPU series equal, value for value and time for time, to what the
 //! independent reader gives (`tests/wild/metric_truth.py`: W&B's own protobufs, plain files
 //! and sqlite3; its `gpu_series` in each tracker case's truth.json); a tracker's GPU figures
@@ -213,6 +214,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn runs_the_trackers_wrote_here_give_what_their_scripts_measured() {
     for (run, format, last_step) in [
         ("wandb_offline", "wandb", 150),
+        ("swanlab", "swanlab", 150),
         ("mlflow_filestore", "mlflow", 19),
         ("mlflow_sqlite", "mlflow", 19),
     ] {

@@ -151,10 +151,10 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
     Ok(found)
 }
 
-/// The W&B run folder `path` is in (`run-20240501_101500-abc123`, `offline-run-...`), by the
-/// names W&B gives them: the stamp sorts them in time. `latest-run`, W&B's link to the newest,
-/// sorts after every stamp.
-fn wandb_run(path: &Path) -> Option<&str> {
+/// The tracker's run folder `path` is in (W&B's `run-20240501_101500-abc123`,
+/// `offline-run-...`; SwanLab names its runs the same), by the names they are given: the stamp
+/// sorts them in time. `latest-run`, W&B's link to the newest, sorts after every stamp.
+fn tracker_run(path: &Path) -> Option<&str> {
     path.ancestors().skip(1).find_map(|a| {
         let name = a.file_name()?.to_str()?;
         if name == "latest-run" {
@@ -180,17 +180,17 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
         .map(|p| (p, true))
         .chain(deeper.into_iter().map(|p| (p, false)))
         .collect();
-    // Several W&B runs in one folder (a project's `wandb/`): the latest is the run, as W&B's
-    // own `latest-run` says; in it, the console (`files/output.log`) and the run file are
-    // read, and W&B's records of the environment are not logs.
-    let latest = all.iter().filter_map(|(p, _)| wandb_run(p)).max();
+    // Several tracker runs in one folder (a project's `wandb/` or `swanlog/`): the latest is
+    // the run, as W&B's own `latest-run` says; in it, the console (`files/output.log`) and the
+    // run file are read, and the tracker's records of the environment are not logs.
+    let latest = all.iter().filter_map(|(p, _)| tracker_run(p)).max();
     let latest = latest.map(str::to_string);
     let mut all_kept = Vec::with_capacity(all.len());
     for (p, top) in all {
-        match wandb_run(&p) {
+        match tracker_run(&p) {
             Some(run) if Some(run) != latest.as_deref() => found.ignored.push((
                 p,
-                "an earlier W&B run in the same folder (give its folder to read it)",
+                "an earlier run in the same folder (give its folder to read it)",
             )),
             Some(_)
                 if p.parent().and_then(Path::file_name) == Some("files".as_ref())
@@ -198,7 +198,7 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
             {
                 found
                     .ignored
-                    .push((p, "W&B's record of the run (config, environment, summary)"))
+                    .push((p, "the tracker's record of the run (config, environment)"))
             }
             _ => all_kept.push((p, top)),
         }
@@ -344,7 +344,10 @@ mod tests {
         );
         let why: Vec<&str> = f.ignored.iter().map(|(_, why)| *why).collect();
         assert_eq!(why.len(), 3, "{why:?}");
-        assert!(why[0].starts_with("an earlier W&B run"), "{why:?}");
-        assert!(why[2].starts_with("W&B's record of the run"), "{why:?}");
+        assert!(why[0].starts_with("an earlier run"), "{why:?}");
+        assert!(
+            why[2].starts_with("the tracker's record of the run"),
+            "{why:?}"
+        );
     }
 }

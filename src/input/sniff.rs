@@ -50,17 +50,22 @@ fn folder(p: Option<&Path>) -> Option<&str> {
     p.and_then(Path::file_name).and_then(|n| n.to_str())
 }
 
-/// A tracker's own diagnostics log (W&B's `debug.log` and `debug-internal.log` in a run
-/// folder): the library's messages about itself, not the job's output.
+/// A tracker's own diagnostics log (W&B's `debug.log`, `debug-internal.log` and
+/// `debug-core.log` in a run folder, SwanLab's `debug/debug.log`): the library's messages
+/// about itself, not the job's output.
 fn tool_log(path: &Path) -> Option<&'static str> {
     let name = path.file_name()?.to_str()?;
+    let run = folder(path.parent().and_then(Path::parent)).unwrap_or_default();
+    if name == "debug.log" && folder(path.parent()) == Some("debug") && run.starts_with("run-") {
+        return Some("SwanLab's own diagnostics log");
+    }
     // `wandb/...`, or a W&B run folder given itself: `run-<stamp>-<id>/logs/debug.log`.
     let logs = path.parent();
     let run = folder(logs.and_then(Path::parent)).unwrap_or_default();
     let in_wandb = path.components().any(|c| c.as_os_str() == "wandb")
         || folder(logs) == Some("logs")
             && (run.starts_with("run-") || run.starts_with("offline-run-"));
-    (in_wandb && matches!(name, "debug.log" | "debug-internal.log"))
+    (in_wandb && matches!(name, "debug.log" | "debug-internal.log" | "debug-core.log"))
         .then_some("W&B's own diagnostics log")
 }
 

@@ -43,6 +43,8 @@ pub enum Format {
     Wandb,
     /// An MLflow run, from a file store or a SQLite store.
     Mlflow,
+    /// SwanLab's run file, `run-<id>.swanlab`.
+    Swanlab,
 }
 
 impl Format {
@@ -74,6 +76,7 @@ impl Format {
             Format::MetricsJson => "metrics-json",
             Format::Wandb => "wandb",
             Format::Mlflow => "mlflow",
+            Format::Swanlab => "swanlab",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The metrics a job writes to files instead of its log: TensorBoard event files
 //! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`,
-//! Hugging Face's `trainer_state.json`, and the trackers' run files: W&B's `run-<id>.wandb`.
+//! Hugging Face's `trainer_state.json`, and the trackers' runs: W&B's `run-<id>.wandb`,
+//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`.
 //! Each is read whole into entries, one per logged step, that go the way of log lines
 //! (`ingest`): a step's figures, its wall time where the file has one (so step times come
 //! from wall times), and a line of text for the log pane. A tracker's system metrics become
@@ -10,6 +11,7 @@ pub mod growing;
 pub mod leveldb_log;
 pub mod mlflow;
 mod mlflow_db;
+pub mod swanlab;
 mod table;
 pub mod tags;
 pub mod tf_event;
@@ -34,6 +36,8 @@ pub enum Kind {
     Mlflow,
     /// An MLflow SQLite store (`mlflow.db`): its latest run.
     MlflowDb,
+    /// SwanLab's run file, `run-<id>.swanlab`.
+    Swanlab,
 }
 
 impl Kind {
@@ -45,6 +49,7 @@ impl Kind {
             Kind::ScalarsJson | Kind::TrainerState => Format::MetricsJson,
             Kind::Wandb => Format::Wandb,
             Kind::Mlflow | Kind::MlflowDb => Format::Mlflow,
+            Kind::Swanlab => Format::Swanlab,
         }
     }
 
@@ -53,7 +58,12 @@ impl Kind {
     pub fn timed(self) -> bool {
         matches!(
             self,
-            Kind::Events | Kind::ScalarsJson | Kind::Wandb | Kind::Mlflow | Kind::MlflowDb
+            Kind::Events
+                | Kind::ScalarsJson
+                | Kind::Wandb
+                | Kind::Mlflow
+                | Kind::MlflowDb
+                | Kind::Swanlab
         )
     }
 
@@ -62,7 +72,7 @@ impl Kind {
     pub fn preference(self) -> u8 {
         match self {
             // A tracker's run file holds what an event file it syncs does, and the GPUs too.
-            Kind::Wandb | Kind::Mlflow | Kind::MlflowDb => 0,
+            Kind::Wandb | Kind::Mlflow | Kind::MlflowDb | Kind::Swanlab => 0,
             Kind::Events => 1,
             Kind::ScalarsJson => 2,
             Kind::LightningCsv => 3,
@@ -79,6 +89,9 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
     }
     if name.ends_with(".wandb") {
         return Some(Kind::Wandb);
+    }
+    if name.ends_with(".swanlab") {
+        return Some(Kind::Swanlab);
     }
     if mlflow::is_run_meta(path) {
         return Some(Kind::Mlflow);
@@ -237,6 +250,12 @@ pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
         Kind::ScalarsJson => table::json_lines(&String::from_utf8_lossy(&bytes)),
         Kind::TrainerState => table::trainer_state(&String::from_utf8_lossy(&bytes)),
         Kind::Wandb => wandb::read(&bytes, &wandb_machine(path), &file_name(path)),
+        Kind::Swanlab => {
+            let config = path
+                .parent()
+                .and_then(|d| std::fs::read_to_string(d.join("files").join("config.yaml")).ok());
+            swanlab::read(&bytes, config.as_deref())
+        }
     })
 }
 
