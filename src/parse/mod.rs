@@ -183,7 +183,7 @@ impl Indents {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FormatCounts([u64; FORMAT_COUNT]);
 
-const FORMAT_COUNT: usize = Format::Swanlab as usize + 1;
+const FORMAT_COUNT: usize = Format::Clearml as usize + 1;
 
 impl Parser {
     /// A parser that also tries the user's own patterns first.
@@ -450,6 +450,7 @@ const ALL_FORMATS: [Format; FORMAT_COUNT] = [
     Format::Wandb,
     Format::Mlflow,
     Format::Swanlab,
+    Format::Clearml,
 ];
 
 /// A line drawn to separate others (`------`, `=====`, `───`): no text to read.

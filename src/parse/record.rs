@@ -45,6 +45,8 @@ pub enum Format {
     Mlflow,
     /// SwanLab's run file, `run-<id>.swanlab`.
     Swanlab,
+    /// ClearML's offline session, `metrics.jsonl`.
+    Clearml,
 }
 
 impl Format {
@@ -77,6 +79,7 @@ impl Format {
             Format::Wandb => "wandb",
             Format::Mlflow => "mlflow",
             Format::Swanlab => "swanlab",
+            Format::Clearml => "clearml",
         }
     }
 }

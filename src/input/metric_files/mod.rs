@@ -1,12 +1,13 @@
 //! The metrics a job writes to files instead of its log: TensorBoard event files
 //! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`,
 //! Hugging Face's `trainer_state.json`, and the trackers' runs: W&B's `run-<id>.wandb`,
-//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`.
+//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`, ClearML's offline sessions.
 //! Each is read whole into entries, one per logged step, that go the way of log lines
 //! (`ingest`): a step's figures, its wall time where the file has one (so step times come
 //! from wall times), and a line of text for the log pane. A tracker's system metrics become
 //! hardware samples placed among the entries, on the run's own clock.
 
+pub mod clearml;
 pub mod growing;
 pub mod leveldb_log;
 pub mod mlflow;
@@ -38,6 +39,8 @@ pub enum Kind {
     MlflowDb,
     /// SwanLab's run file, `run-<id>.swanlab`.
     Swanlab,
+    /// ClearML's offline session, `offline-<task>/metrics.jsonl`.
+    Clearml,
 }
 
 impl Kind {
@@ -50,6 +53,7 @@ impl Kind {
             Kind::Wandb => Format::Wandb,
             Kind::Mlflow | Kind::MlflowDb => Format::Mlflow,
             Kind::Swanlab => Format::Swanlab,
+            Kind::Clearml => Format::Clearml,
         }
     }
 
@@ -64,6 +68,7 @@ impl Kind {
                 | Kind::Mlflow
                 | Kind::MlflowDb
                 | Kind::Swanlab
+                | Kind::Clearml
         )
     }
 
@@ -72,7 +77,7 @@ impl Kind {
     pub fn preference(self) -> u8 {
         match self {
             // A tracker's run file holds what an event file it syncs does, and the GPUs too.
-            Kind::Wandb | Kind::Mlflow | Kind::MlflowDb | Kind::Swanlab => 0,
+            Kind::Wandb | Kind::Mlflow | Kind::MlflowDb | Kind::Swanlab | Kind::Clearml => 0,
             Kind::Events => 1,
             Kind::ScalarsJson => 2,
             Kind::LightningCsv => 3,
@@ -92,6 +97,9 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
     }
     if name.ends_with(".swanlab") {
         return Some(Kind::Swanlab);
+    }
+    if clearml::is_session_metrics(path) {
+        return Some(Kind::Clearml);
     }
     if mlflow::is_run_meta(path) {
         return Some(Kind::Mlflow);
@@ -256,6 +264,7 @@ pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
                 .and_then(|d| std::fs::read_to_string(d.join("files").join("config.yaml")).ok());
             swanlab::read(&bytes, config.as_deref())
         }
+        Kind::Clearml => clearml::read(&String::from_utf8_lossy(&bytes)),
     })
 }
 
