@@ -1,5 +1,5 @@
 //! The runs trackers keep (W&B's `run-<id>.wandb`, MLflow's file and SQLite stores, SwanLab's
-//! `run-<id>.swanlab`, ClearML's offline sessions), read as
+//! `run-<id>.swanlab`, ClearML's offline sessions, Trackio's stores), read as
 //! steptop reads them: every GPU series equal, value for value and time for time, to what the
 //! independent reader gives (`tests/wild/metric_truth.py`: W&B's own protobufs, plain files
 //! and sqlite3; its `gpu_series` in each tracker case's truth.json); a tracker's GPU figures
@@ -446,4 +446,26 @@ fn a_wandb_run_file_being_written_is_followed() {
     );
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Trackio stores a batch of rows at once and times them by the batch: its rows give the
+/// steps, the loss and the config, and no step time (none is invented from the batches).
+#[test]
+fn a_trackio_store_gives_its_steps_and_loss_and_no_step_time() {
+    let dir = root().join("fixtures/metrics/trackio");
+    let t: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).expect("truth.json"))
+            .expect("truth");
+    let (r, err) = report(&dir);
+    assert!(err.contains("steps from the trackio files"), "{err}");
+    assert_eq!(r["steps"]["count"], t["steps"]);
+    assert_eq!(r["steps"]["last"], t["steps"]);
+    assert_eq!(r["loss"]["last"], t["final_loss"]);
+    assert_eq!(r["config"]["batch_size"], 32, "{}", r["config"]);
+    assert_eq!(
+        r["step_time_ms"]["p50"],
+        Value::Null,
+        "{}",
+        r["step_time_ms"]
+    );
 }

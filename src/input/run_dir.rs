@@ -42,7 +42,7 @@ fn is_log(path: &Path) -> bool {
 }
 
 /// Extensions of what is not a log: code, config, data, weights, images.
-const NOT_LOGS: [&str; 24] = [
+const NOT_LOGS: [&str; 25] = [
     "py",
     "sh",
     "ipynb",
@@ -67,6 +67,7 @@ const NOT_LOGS: [&str; 24] = [
     "svg",
     "html",
     "tar",
+    "lock",
 ];
 
 /// A file directly in the run directory is read unless its extension says it is not a log:

@@ -183,7 +183,7 @@ impl Indents {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FormatCounts([u64; FORMAT_COUNT]);
 
-const FORMAT_COUNT: usize = Format::Clearml as usize + 1;
+const FORMAT_COUNT: usize = Format::Trackio as usize + 1;
 
 impl Parser {
     /// A parser that also tries the user's own patterns first.
@@ -451,6 +451,7 @@ const ALL_FORMATS: [Format; FORMAT_COUNT] = [
     Format::Mlflow,
     Format::Swanlab,
     Format::Clearml,
+    Format::Trackio,
 ];
 
 /// A line drawn to separate others (`------`, `=====`, `───`): no text to read.

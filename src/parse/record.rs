@@ -47,6 +47,8 @@ pub enum Format {
     Swanlab,
     /// ClearML's offline session, `metrics.jsonl`.
     Clearml,
+    /// Trackio's project store, `<project>.db`.
+    Trackio,
 }
 
 impl Format {
@@ -80,6 +82,7 @@ impl Format {
             Format::Mlflow => "mlflow",
             Format::Swanlab => "swanlab",
             Format::Clearml => "clearml",
+            Format::Trackio => "trackio",
         }
     }
 }

@@ -6,43 +6,13 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
-
 use super::mlflow::{Point, Run};
+use super::sqlite::open;
 
-/// Whether the SQLite file at `path` is an MLflow store: it has MLflow's `runs` and `metrics`
-/// tables (Trackio's and others' stores are SQLite too).
+/// Whether the SQLite file at `path` is an MLflow store: it has MLflow's `runs`, `metrics`
+/// and `params` tables (Trackio's and others' stores are SQLite too).
 pub fn is_store(path: &Path) -> bool {
-    open(path).is_ok_and(|c| {
-        c.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'metrics', 'params')",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .is_ok_and(|n| n == 3)
-    })
-}
-
-fn open(path: &Path) -> rusqlite::Result<Connection> {
-    let uri = format!("file:{}?immutable=1", uri_path(path));
-    Connection::open_with_flags(
-        uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-}
-
-/// A path as a `file:` URI's path: the characters a URI gives a meaning escaped.
-fn uri_path(path: &Path) -> String {
-    let mut out = String::new();
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '?' | '#' | '%' => out.push_str(&format!("%{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
+    super::sqlite::has_tables(path, &["runs", "metrics", "params"])
 }
 
 /// The run read by default: the latest started of the store's active runs (a deleted run is

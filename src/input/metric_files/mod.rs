@@ -1,7 +1,8 @@
 //! The metrics a job writes to files instead of its log: TensorBoard event files
 //! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`,
 //! Hugging Face's `trainer_state.json`, and the trackers' runs: W&B's `run-<id>.wandb`,
-//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`, ClearML's offline sessions.
+//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`, ClearML's offline sessions,
+//! Trackio's project stores.
 //! Each is read whole into entries, one per logged step, that go the way of log lines
 //! (`ingest`): a step's figures, its wall time where the file has one (so step times come
 //! from wall times), and a line of text for the log pane. A tracker's system metrics become
@@ -12,11 +13,13 @@ pub mod growing;
 pub mod leveldb_log;
 pub mod mlflow;
 mod mlflow_db;
+mod sqlite;
 pub mod swanlab;
 mod table;
 pub mod tags;
 pub mod tf_event;
 pub mod tfrecord;
+mod trackio;
 pub mod wandb;
 
 use std::path::Path;
@@ -41,6 +44,8 @@ pub enum Kind {
     Swanlab,
     /// ClearML's offline session, `offline-<task>/metrics.jsonl`.
     Clearml,
+    /// Trackio's project store (`<project>.db`): its latest run.
+    Trackio,
 }
 
 impl Kind {
@@ -54,6 +59,7 @@ impl Kind {
             Kind::Mlflow | Kind::MlflowDb => Format::Mlflow,
             Kind::Swanlab => Format::Swanlab,
             Kind::Clearml => Format::Clearml,
+            Kind::Trackio => Format::Trackio,
         }
     }
 
@@ -77,7 +83,12 @@ impl Kind {
     pub fn preference(self) -> u8 {
         match self {
             // A tracker's run file holds what an event file it syncs does, and the GPUs too.
-            Kind::Wandb | Kind::Mlflow | Kind::MlflowDb | Kind::Swanlab | Kind::Clearml => 0,
+            Kind::Wandb
+            | Kind::Mlflow
+            | Kind::MlflowDb
+            | Kind::Swanlab
+            | Kind::Clearml
+            | Kind::Trackio => 0,
             Kind::Events => 1,
             Kind::ScalarsJson => 2,
             Kind::LightningCsv => 3,
@@ -104,8 +115,13 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
     if mlflow::is_run_meta(path) {
         return Some(Kind::Mlflow);
     }
-    if path.extension().is_some_and(|e| e == "db") && mlflow_db::is_store(path) {
-        return Some(Kind::MlflowDb);
+    if path.extension().is_some_and(|e| e == "db") {
+        if mlflow_db::is_store(path) {
+            return Some(Kind::MlflowDb);
+        }
+        if trackio::is_store(path) {
+            return Some(Kind::Trackio);
+        }
     }
     match name {
         "metrics.csv" => Some(Kind::LightningCsv),
@@ -250,9 +266,15 @@ pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
             },
         });
     }
+    if kind == Kind::Trackio {
+        return Ok(trackio::read(path).unwrap_or_else(|e| Read {
+            problems: vec![format!("cannot read the store: {e}")],
+            ..Read::default()
+        }));
+    }
     let bytes = std::fs::read(path)?;
     Ok(match kind {
-        Kind::Mlflow | Kind::MlflowDb => Read::default(),
+        Kind::Mlflow | Kind::MlflowDb | Kind::Trackio => Read::default(),
         Kind::Events => events(&bytes),
         Kind::LightningCsv => table::csv(&String::from_utf8_lossy(&bytes)),
         Kind::ScalarsJson => table::json_lines(&String::from_utf8_lossy(&bytes)),

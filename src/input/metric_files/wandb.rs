@@ -352,7 +352,11 @@ fn config_facts(c: &ConfigRecord) -> Vec<(String, ConfigFact)> {
 
 /// Facts from one config value, and from the values nested in it (`{"data": {"batch_size":
 /// 32}}`), each by its own name.
-fn collect_facts(name: &str, value: &serde_json::Value, out: &mut Vec<(String, ConfigFact)>) {
+pub(super) fn collect_facts(
+    name: &str,
+    value: &serde_json::Value,
+    out: &mut Vec<(String, ConfigFact)>,
+) {
     match value {
         serde_json::Value::Object(map) => {
             for (k, v) in map {
