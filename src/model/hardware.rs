@@ -196,6 +196,19 @@ impl Hardware {
     pub fn latest(&self) -> Option<&Sample> {
         self.recent.back()
     }
+
+    /// Where the GPU figures came from: a tracker's run (and how often it read them), or
+    /// steptop's own NVML readings. None before any GPU was read.
+    pub fn gpu_source(&self) -> Option<String> {
+        let tracker = self
+            .notes_said
+            .iter()
+            .find_map(|n| n.strip_prefix(crate::model::sample::TRACKER_SOURCE));
+        match tracker {
+            Some(t) => Some(t.to_string()),
+            None => (!self.gpus.is_empty()).then(|| "NVML (steptop's own readings)".to_string()),
+        }
+    }
 }
 
 fn push(stats: &mut RunStats, v: Option<f64>) {

@@ -4,6 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How a note on a sample that came from a tracker's run begins (`GPU figures from W&B every
+/// 15 s (run-abc.wandb)`): the rest says where its GPU figures came from. Samples without one
+/// are steptop's own NVML readings.
+pub const TRACKER_SOURCE: &str = "GPU figures from ";
+
 /// Everything read at one moment. `time` is Unix seconds from the sampler's clock, so a
 /// recording replays with the same times.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Entry, Read};
-use crate::model::sample::{GpuReading, Sample};
+use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
 
 /// One run as either store holds it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -209,9 +209,9 @@ fn interval_note(store: &str, samples: &[Sample]) -> String {
     gaps.sort_by(f64::total_cmp);
     match gaps.get(gaps.len() / 2) {
         Some(gap) => {
-            format!("GPU figures from MLflow every {gap:.0} s ({store})")
+            format!("{TRACKER_SOURCE}MLflow every {gap:.0} s ({store})")
         }
-        None => format!("GPU figures from MLflow ({store})"),
+        None => format!("{TRACKER_SOURCE}MLflow ({store})"),
     }
 }
 

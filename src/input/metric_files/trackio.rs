@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::sqlite::{has_tables, open};
 use super::{Entry, Read};
-use crate::model::sample::{GpuReading, Sample};
+use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
 
 /// Whether the SQLite file at `path` is a Trackio store.
 pub fn is_store(path: &Path) -> bool {
@@ -158,7 +158,7 @@ fn readings(c: &rusqlite::Connection, run: &str) -> rusqlite::Result<Vec<Sample>
             out.push(Sample {
                 time,
                 gpus: gpus.into_values().collect(),
-                gpu_notes: vec!["GPU figures from Trackio's system monitor".into()],
+                gpu_notes: vec![format!("{TRACKER_SOURCE}Trackio's system monitor")],
                 ..Sample::default()
             });
         }

@@ -18,7 +18,7 @@ use prost::Message;
 
 use super::leveldb_log;
 use super::{Entry, Read};
-use crate::model::sample::{GpuReading, Sample};
+use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
 use crate::parse::record::ConfigFact;
 
 #[derive(Clone, PartialEq, Message)]
@@ -299,9 +299,9 @@ fn source_note(file: &str, times: &[f64]) -> String {
     gaps.sort_by(f64::total_cmp);
     match gaps.get(gaps.len() / 2) {
         Some(gap) => {
-            format!("GPU figures from W&B every {gap:.0} s ({file})")
+            format!("{TRACKER_SOURCE}W&B every {gap:.0} s ({file})")
         }
-        None => format!("GPU figures from W&B ({file})"),
+        None => format!("{TRACKER_SOURCE}W&B ({file})"),
     }
 }
 

@@ -140,6 +140,8 @@ pub struct AlertCount {
 #[derive(Debug, Serialize)]
 pub struct HardwareOut {
     pub samples: u64,
+    /// Where the GPU figures came from: a tracker's run and how often it read them, or NVML.
+    pub gpu_source: Option<String>,
     pub gpus: Vec<GpuOut>,
     pub host_cpu_pct: Option<Quantiles>,
     /// The host's used memory at its highest, in bytes.
@@ -282,6 +284,7 @@ fn hardware(m: &Model) -> Option<HardwareOut> {
     }
     Some(HardwareOut {
         samples: h.samples,
+        gpu_source: h.gpu_source(),
         gpus: h
             .gpus
             .iter()

@@ -364,6 +364,9 @@ fn hardware(r: &Report, o: &mut String) {
         return;
     };
     let _ = writeln!(o, "\nhardware ({} samples)", h.samples);
+    if let Some(from) = &h.gpu_source {
+        crate::sink::probe_sample::words(o, &format!("{:<14}", "gpus from"), 14, from);
+    }
     if let Some(e) = &h.gpu_error {
         crate::sink::probe_sample::words(o, &format!("{:<14}none: ", "gpus"), 14, e);
     }
