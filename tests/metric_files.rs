@@ -216,7 +216,7 @@ fn records(bytes: &[u8]) -> Vec<&[u8]> {
 
 #[test]
 fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::time::{Duration, Instant};
     let real = std::fs::read(
         root()
@@ -229,42 +229,8 @@ fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
     // The first half of the run is there when steptop starts.
     let half = recs.len() / 2;
     std::fs::write(&path, recs[..half].concat()).unwrap();
-    let mut child = support::steptop()
-        .args([
-            "--headless",
-            "--no-probe",
-            "--format",
-            "json",
-            "--status-every",
-            "100ms",
-        ])
-        .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if tx.send((Instant::now(), v)).is_err() {
-                return;
-            }
-        }
-    });
-    let step_now = |rx: &std::sync::mpsc::Receiver<(Instant, Value)>, want: u64| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let (at, v) = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("a status line in time");
-            if v["kind"] == "status" && v["step"].as_u64().is_some_and(|s| s >= want) {
-                return (at, v["step"].as_u64().unwrap());
-            }
-        }
-    };
-    let (_, first) = step_now(&rx, 1);
+    let steptop = support::HeadlessLines::follow(&path);
+    let (_, first) = steptop.step_at_least(1);
     assert!(first <= 60, "only what was written: {first}");
     // The rest, a record at a time; one record written in two parts, 600 ms apart.
     let mut f = std::fs::OpenOptions::new()
@@ -285,20 +251,18 @@ fn a_summarywriter_still_writing_is_followed_and_a_half_written_record_waits() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let written = Instant::now();
-    let (seen, last) = step_now(&rx, 120);
+    let (seen, last) = steptop.step_at_least(120);
     assert_eq!(last, 120);
     eprintln!(
         "the last step showed {} ms after it was written",
         seen.duration_since(written).as_millis()
     );
     // Every status step stays within what was written: no value from a half record.
-    while let Ok((_, v)) = rx.try_recv() {
+    for v in steptop.rest() {
         if let Some(s) = v["step"].as_u64() {
             assert!(s <= 120, "{v}");
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The summary line of a headless steptop following `dir` until a short-lived trainer exits,

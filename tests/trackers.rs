@@ -375,7 +375,7 @@ fn a_trackers_gpu_figures_decide_whether_the_data_is_the_limit() {
 /// for them, and the last step shows once written (the time it took is printed).
 #[test]
 fn a_wandb_run_file_being_written_is_followed() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::time::{Duration, Instant};
     let src = root().join(
         "fixtures/metrics/wandb_offline/wandb/offline-run-20261129_151919-tnmi5iwj/run-tnmi5iwj.wandb",
@@ -390,42 +390,8 @@ fn a_wandb_run_file_being_written_is_followed() {
     // A third is there when steptop starts, cut inside a record.
     let start = bytes.len() / 3;
     std::fs::write(&path, &bytes[..start]).expect("write");
-    let mut child = support::steptop()
-        .args([
-            "--headless",
-            "--no-probe",
-            "--format",
-            "json",
-            "--status-every",
-            "100ms",
-        ])
-        .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("steptop");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            let v: Value = serde_json::from_str(&line).expect("a JSON line");
-            if tx.send((Instant::now(), v)).is_err() {
-                return;
-            }
-        }
-    });
-    let step_now = |want: u64| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let (at, v) = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("a status line in time");
-            if v["kind"] == "status" && v["step"].as_u64().is_some_and(|s| s >= want) {
-                return (at, v["step"].as_u64().unwrap_or_default());
-            }
-        }
-    };
-    let (_, first) = step_now(1);
+    let steptop = support::HeadlessLines::follow(&path);
+    let (_, first) = steptop.step_at_least(1);
     assert!(first < 150, "only what was written: {first}");
     // The rest in pieces that cut records and fragments anywhere.
     let mut f = std::fs::OpenOptions::new()
@@ -438,14 +404,12 @@ fn a_wandb_run_file_being_written_is_followed() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let written = Instant::now();
-    let (seen, last) = step_now(150);
+    let (seen, last) = steptop.step_at_least(150);
     assert_eq!(last, 150);
     eprintln!(
         "the last step showed {} ms after it was written",
         seen.duration_since(written).as_millis()
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Trackio stores a batch of rows at once and times them by the batch: its rows give the

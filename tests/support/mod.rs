@@ -487,3 +487,69 @@ pub fn replayed(recording: &Path) -> steptop::Monitor {
     .expect("the recording");
     mon
 }
+
+/// A headless steptop following one file, its status lines every 100 ms: its JSON lines as
+/// they come, each with when it came. Killed when dropped.
+#[allow(dead_code)]
+pub struct HeadlessLines {
+    child: Child,
+    lines: mpsc::Receiver<(std::time::Instant, serde_json::Value)>,
+}
+
+#[allow(dead_code)]
+impl HeadlessLines {
+    pub fn follow(path: &Path) -> HeadlessLines {
+        let mut child = steptop()
+            .args([
+                "--headless",
+                "--no-probe",
+                "--format",
+                "json",
+                "--status-every",
+                "100ms",
+            ])
+            .arg(path)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start steptop");
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("its stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let v = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+                if tx.send((std::time::Instant::now(), v)).is_err() {
+                    return;
+                }
+            }
+        });
+        HeadlessLines { child, lines }
+    }
+
+    /// The first status line whose step is at least `want` (within 20 s): when it came, and
+    /// its step.
+    pub fn step_at_least(&self, want: u64) -> (std::time::Instant, u64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let (at, v) = self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+                .expect("a status line in time");
+            if v["kind"] == "status" && v["step"].as_u64().is_some_and(|s| s >= want) {
+                return (at, v["step"].as_u64().unwrap_or_default());
+            }
+        }
+    }
+
+    /// The lines that came and were not read yet.
+    pub fn rest(&self) -> Vec<serde_json::Value> {
+        self.lines.try_iter().map(|(_, v)| v).collect()
+    }
+}
+
+impl Drop for HeadlessLines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::mlflow::{Point, Run};
-use super::sqlite::open;
+use super::sqlite::{first_text, open};
 
 /// Whether the SQLite file at `path` is an MLflow store: it has MLflow's `runs`, `metrics`
 /// and `params` tables (Trackio's and others' stores are SQLite too).
@@ -19,19 +19,12 @@ pub fn is_store(path: &Path) -> bool {
 /// in the trash). Its id and every point and param; None when the store has no run.
 pub fn read_latest(path: &Path) -> Result<Option<(String, Run)>, String> {
     let c = open(path).map_err(|e| e.to_string())?;
-    let id: Option<String> = c
-        .query_row(
-            "SELECT run_uuid FROM runs WHERE lifecycle_stage = 'active' \
-             ORDER BY start_time DESC, run_uuid DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })
-        .map_err(|e| e.to_string())?;
+    let id = first_text(
+        &c,
+        "SELECT run_uuid FROM runs WHERE lifecycle_stage = 'active' \
+         ORDER BY start_time DESC, run_uuid DESC LIMIT 1",
+    )
+    .map_err(|e| e.to_string())?;
     let Some(id) = id else { return Ok(None) };
     let mut run = Run::default();
     let mut points = c

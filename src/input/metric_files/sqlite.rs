@@ -42,3 +42,12 @@ fn uri_path(path: &Path) -> String {
     }
     out
 }
+
+/// The text of the first column of the query's first row; None when it has no row.
+pub fn first_text(c: &Connection, sql: &str) -> rusqlite::Result<Option<String>> {
+    match c.query_row(sql, [], |r| r.get(0)) {
+        Ok(text) => Ok(Some(text)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e),
+    }
+}

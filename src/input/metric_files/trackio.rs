@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::sqlite::{has_tables, open};
+use super::sqlite::{first_text, has_tables, open};
 use super::{Entry, Read};
 use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
 
@@ -21,17 +21,7 @@ pub fn is_store(path: &Path) -> bool {
 pub fn read(path: &Path) -> Result<Read, String> {
     let c = open(path).map_err(|e| e.to_string())?;
     let mut out = Read::default();
-    let run: Option<String> = c
-        .query_row(
-            "SELECT run_id FROM metrics ORDER BY id DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })
+    let run = first_text(&c, "SELECT run_id FROM metrics ORDER BY id DESC LIMIT 1")
         .map_err(|e| e.to_string())?;
     let Some(run) = run else {
         out.problems.push("the store holds no logged row".into());
