@@ -167,7 +167,7 @@ fn without_nvml_the_gpu_pane_says_why() {
             mem_total_bytes: 64 << 30,
             mem_available_bytes: 48 << 30,
             mem_used_bytes: 16 << 30,
-            load_avg: [1.5, 1.2, 1.0],
+            load_avg: Some([1.5, 1.2, 1.0]),
             ..HostReading::default()
         }),
         trainer: None,

@@ -433,3 +433,42 @@ fn a_trackio_store_gives_its_steps_and_loss_and_no_step_time() {
         r["step_time_ms"]
     );
 }
+
+/// W&B's host memory becomes the host's readings: the report's peak of used memory is the one
+/// the independent reader's series give (the total follows from the share in use and what
+/// is available: used = available / (1 - share) - available), on every W&B case that has both.
+#[test]
+fn wandbs_host_memory_is_the_hosts() {
+    let mut compared = 0;
+    for case in tracker_cases() {
+        let truth: Value = serde_json::from_str(
+            &std::fs::read_to_string(case.join("truth.json")).expect("truth.json"),
+        )
+        .expect("truth json");
+        let host = &truth["host_series"];
+        let share = host
+            .get("memory_percent")
+            .or_else(|| host.get("memory"))
+            .and_then(Value::as_array);
+        let (Some(share), Some(available)) = (share, host["proc.memory.availableMB"].as_array())
+        else {
+            continue;
+        };
+        let peak = share
+            .iter()
+            .zip(available)
+            .map(|(s, a)| {
+                let (s, a) = (s[1].as_f64().expect("share"), a[1].as_f64().expect("MB"));
+                let a = a * 1024.0 * 1024.0;
+                (a / (1.0 - s / 100.0) - a).trunc()
+            })
+            .fold(f64::MIN, f64::max);
+        let (r, _) = report(&case);
+        let got = r["hardware"]["host_mem_peak_bytes"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{case:?}: {}", r["hardware"]));
+        assert!((got - peak).abs() <= 1.0, "{case:?}: {got} vs {peak}");
+        compared += 1;
+    }
+    assert!(compared >= 8, "W&B cases with host memory: {compared}");
+}

@@ -138,7 +138,9 @@ pub struct HostReading {
     pub swap_used_bytes: u64,
     /// Pages swapped in per second.
     pub swap_in_pages_per_s: Option<f64>,
-    pub load_avg: [f64; 3],
+    /// The 1, 5 and 15 minute load averages; None where the source has none (a tracker's run).
+    #[serde(default)]
+    pub load_avg: Option<[f64; 3]>,
     pub disk_read_bytes_per_s: Option<f64>,
     pub disk_write_bytes_per_s: Option<f64>,
 }

@@ -63,9 +63,7 @@ impl HostProbe {
             mem_used_bytes: mem.total.saturating_sub(mem.available),
             swap_total_bytes: mem.swap_total,
             swap_used_bytes: mem.swap_total.saturating_sub(mem.swap_free),
-            load_avg: read("loadavg")
-                .and_then(|t| parse_loadavg(&t))
-                .unwrap_or_default(),
+            load_avg: read("loadavg").and_then(|t| parse_loadavg(&t)),
             ..HostReading::default()
         };
         if let Some((then, prev)) = &self.prev {

@@ -185,11 +185,10 @@ fn host(o: &mut String, h: &HostReading) {
     let iowait = h
         .iowait_pct
         .map_or(String::new(), |w| format!(", iowait {w:.0}%"));
-    let _ = writeln!(
-        o,
-        "host     {} cpus, cpu {cpu}{iowait}, load {:.2} {:.2} {:.2}",
-        h.cpus, h.load_avg[0], h.load_avg[1], h.load_avg[2]
-    );
+    let load = h.load_avg.map_or(String::new(), |l| {
+        format!(", load {:.2} {:.2} {:.2}", l[0], l[1], l[2])
+    });
+    let _ = writeln!(o, "host     {} cpus, cpu {cpu}{iowait}{load}", h.cpus);
     let mut parts = vec![format!(
         "mem {} used, {} available of {}",
         gib(h.mem_used_bytes),

@@ -21,7 +21,8 @@ with no training loss is an evaluation (its time leaves a gap out); HF's closing
 `train_runtime` row counts toward steps_last, as in trainer_state.json. MLflow: points of
 `system/*` keys are left out of the training series. Both: then as event files, and
 `gpu_series` holds every GPU figure the tracker recorded (W&B's `gpu.<i>.<figure>` stats
-items, MLflow's `system/gpu_<i>_*`), as [time, value] in file order, for tests/trackers.rs.
+items, MLflow's `system/gpu_<i>_*`), as [time, value] in file order, for tests/trackers.rs;
+`host_series` W&B's memory share in use and memory available.
 A W&B run that logged no row has `no_steps`.
 (A case folder that holds one run in two forms, e.g. an HF dir with trainer_state.json and
 runs/events, takes its figures from the first kind; `source` in truth.json names it.)
@@ -293,6 +294,24 @@ def history_rows(path):
     return rows
 
 
+def wandb_host_series(path):
+    """The host's memory as W&B samples it: its share in use (`memory_percent`, `memory` before
+    0.18) and what is available (`proc.memory.availableMB`), {name: [[time, value], ...]}."""
+    series = {}
+    for r in wandb_records(path):
+        if r.WhichOneof("record_type") != "stats":
+            continue
+        t = r.stats.timestamp.seconds + r.stats.timestamp.nanos / 1e9
+        for it in r.stats.item:
+            name = it.key or ".".join(it.nested_key)
+            if name in ("memory_percent", "memory", "proc.memory.availableMB"):
+                try:
+                    series.setdefault(name, []).append([t, float(json.loads(it.value_json))])
+                except (TypeError, ValueError):
+                    pass
+    return series
+
+
 def wandb_gpu_series(path):
     """Every `gpu.<i>.<figure>` stats item: {name: [[time, value], ...]} in file order."""
     series = {}
@@ -348,6 +367,7 @@ def from_wandb(path, case):
         # A run that logged no row: reading it must give no step (its GPU series are the test).
         t["no_steps"] = True
     t["gpu_series"] = wandb_gpu_series(path)
+    t["host_series"] = wandb_host_series(path)
     return t
 
 

@@ -266,8 +266,8 @@ fn input_cpu_saturated(v: &View, k: &Knobs) -> Option<Finding> {
             v.windows.seconds
         )
     });
-    if let Some(h) = v.host() {
-        f = f.why(|| format!("load average {:.1} on {} CPUs", h.load_avg[0], h.cpus));
+    if let Some((h, load)) = v.host().and_then(|h| Some((h, h.load_avg?))) {
+        f = f.why(|| format!("load average {:.1} on {} CPUs", load[0], h.cpus));
     }
     Some(
         f.act(|| "cheaper preprocessing: decode at lower resolution, simpler augmentation")

@@ -18,7 +18,7 @@ use prost::Message;
 
 use super::leveldb_log;
 use super::{Entry, Read};
-use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
+use crate::model::sample::{GpuReading, HostReading, Sample, TRACKER_SOURCE};
 use crate::parse::record::ConfigFact;
 
 #[derive(Clone, PartialEq, Message)]
@@ -109,12 +109,18 @@ const SAME_SAMPLE_S: f64 = 1.0;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Machine {
     pub gpus: Vec<(String, Option<u64>)>,
+    /// The host's CPUs (`cpu_count`), where its system metrics do not list each core.
+    pub cpus: Option<u32>,
 }
 
 /// The GPUs of a run's `wandb-metadata.json`: a list of devices (`gpu_nvidia` in newer
 /// versions, memory as a string of bytes; `gpu_devices` in older ones), or else a name and a
 /// count (`gpu`, `gpu_count`).
 pub fn machine(meta: &serde_json::Value) -> Machine {
+    let cpus = ["cpu_count_logical", "cpu_count"]
+        .iter()
+        .find_map(|k| meta.get(*k).and_then(|c| c.as_u64()))
+        .and_then(|c| u32::try_from(c).ok());
     let bytes = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.parse::<u64>().ok(),
         v => v.as_u64(),
@@ -133,7 +139,7 @@ pub fn machine(meta: &serde_json::Value) -> Machine {
                 (name.to_string(), total)
             })
             .collect();
-        return Machine { gpus };
+        return Machine { gpus, cpus };
     }
     let name = meta.get("gpu").and_then(|n| n.as_str()).unwrap_or_default();
     let count = meta.get("gpu_count").and_then(|c| c.as_u64()).unwrap_or(0);
@@ -141,6 +147,7 @@ pub fn machine(meta: &serde_json::Value) -> Machine {
         gpus: (0..count.min(1024))
             .map(|_| (name.to_string(), None))
             .collect(),
+        cpus,
     }
 }
 
@@ -174,11 +181,80 @@ pub fn read(bytes: &[u8], machine: &Machine, file: &str) -> Read {
 #[derive(Debug, Default)]
 pub struct Reader {
     machine: Machine,
-    /// The sample being gathered from its stats records, and how many entries came before
-    /// its first.
-    pending: Option<(usize, Sample)>,
+    /// The sample being gathered from its stats records.
+    pending: Option<Pending>,
     /// The times of the samples made so far: their spacing is the sampling interval.
     sample_times: Vec<f64>,
+}
+
+/// A sample's parts read so far: how many entries came before its first part, the GPUs,
+/// the host's figures, and the names read (a name read again is the next sample's).
+#[derive(Debug, Default)]
+struct Pending {
+    at: usize,
+    time: f64,
+    /// The time of the part that held the GPUs: the sample's time once there is one.
+    gpu_time: Option<f64>,
+    gpus: BTreeMap<u32, GpuReading>,
+    host: HostParts,
+    names: Vec<String>,
+}
+
+/// The host's figures of one sample as W&B names them: each core's busy share
+/// (`cpu.<i>.cpu_percent`), the share of memory in use (`memory_percent`, `memory` before
+/// 0.18) and the memory available (`proc.memory.availableMB`). W&B's `cpu` alone is left: its
+/// meaning changed between versions (the host's, then the process's).
+#[derive(Debug, Default)]
+struct HostParts {
+    per_cpu: BTreeMap<u32, f64>,
+    mem_pct: Option<f64>,
+    available_mb: Option<f64>,
+}
+
+impl HostParts {
+    fn read(&mut self, name: &str, v: f64) -> bool {
+        if let Some(core) = name
+            .strip_prefix("cpu.")
+            .and_then(|r| r.strip_suffix(".cpu_percent"))
+            .and_then(|i| i.parse().ok())
+        {
+            self.per_cpu.insert(core, v);
+            return true;
+        }
+        match name {
+            "memory_percent" | "memory" => self.mem_pct = Some(v),
+            "proc.memory.availableMB" => self.available_mb = Some(v),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The host's reading, when its memory is known (both its share in use and what is
+    /// available: the total follows from them).
+    fn reading(&self, cpus: Option<u32>) -> Option<HostReading> {
+        let (pct, available_mb) = (self.mem_pct?, self.available_mb?);
+        if !(0.0..100.0).contains(&pct) {
+            return None;
+        }
+        let available = available_mb * 1024.0 * 1024.0;
+        let total = available / (1.0 - pct / 100.0);
+        let per_cpu_pct: Vec<f64> = self.per_cpu.values().copied().collect();
+        let cpu_pct = (!per_cpu_pct.is_empty())
+            .then(|| per_cpu_pct.iter().sum::<f64>() / per_cpu_pct.len() as f64);
+        Some(HostReading {
+            cpus: u32::try_from(per_cpu_pct.len())
+                .ok()
+                .filter(|n| *n > 0)
+                .or(cpus)
+                .unwrap_or(0),
+            cpu_pct,
+            per_cpu_pct,
+            mem_total_bytes: total as u64,
+            mem_available_bytes: available as u64,
+            mem_used_bytes: (total - available) as u64,
+            ..HostReading::default()
+        })
+    }
 }
 
 impl Reader {
@@ -218,45 +294,53 @@ impl Reader {
         }
     }
 
-    /// A stats record: the GPU figures it holds, into the sample gathered at its time.
+    /// A stats record: the GPU and host figures it holds, into the sample gathered at its
+    /// time.
     fn stats(&mut self, s: &StatsRecord, out: &mut Read) {
         let Some(ts) = s.timestamp else { return };
         let time = ts.seconds as f64 + f64::from(ts.nanos) / 1e9;
         let mut gpus: BTreeMap<u32, GpuReading> = BTreeMap::new();
+        let mut host = HostParts::default();
+        let mut names = Vec::new();
         for item in &s.item {
             let name = item.name();
-            let Some((index, figure)) = gpu_figure(&name) else {
-                continue;
-            };
             let Ok(v) = item.value_json.trim().parse::<f64>() else {
                 continue;
             };
             if !v.is_finite() || v < 0.0 {
                 continue;
             }
-            let g = gpus.entry(index).or_insert_with(|| self.gpu(index));
-            set(g, figure, v);
+            if let Some((index, figure)) = gpu_figure(&name) {
+                let g = gpus.entry(index).or_insert_with(|| self.gpu(index));
+                set(g, figure, v);
+            } else if !host.read(&name, v) {
+                continue;
+            }
+            names.push(name);
         }
-        if gpus.is_empty() {
+        if names.is_empty() {
             return;
         }
-        let part_of_pending = self.pending.as_ref().is_some_and(|(_, p)| {
-            (time - p.time).abs() < SAME_SAMPLE_S
-                && gpus.keys().all(|i| p.gpus.iter().all(|g| g.index != *i))
+        let part_of_pending = self.pending.as_ref().is_some_and(|p| {
+            (time - p.time).abs() < SAME_SAMPLE_S && names.iter().all(|n| !p.names.contains(n))
         });
         if !part_of_pending {
             self.flush(out);
-            self.pending = Some((
-                out.entries.len(),
-                Sample {
-                    time,
-                    ..Sample::default()
-                },
-            ));
+            self.pending = Some(Pending {
+                at: out.entries.len(),
+                time,
+                ..Pending::default()
+            });
         }
-        if let Some((_, p)) = &mut self.pending {
-            p.gpus.extend(gpus.into_values());
-            p.gpus.sort_by_key(|g| g.index);
+        if let Some(p) = &mut self.pending {
+            if !gpus.is_empty() {
+                p.gpu_time = Some(time);
+            }
+            p.gpus.extend(gpus);
+            p.host.per_cpu.extend(host.per_cpu);
+            p.host.mem_pct = host.mem_pct.or(p.host.mem_pct);
+            p.host.available_mb = host.available_mb.or(p.host.available_mb);
+            p.names.extend(names);
         }
     }
 
@@ -277,18 +361,29 @@ impl Reader {
     }
 
     fn flush(&mut self, out: &mut Read) {
-        if let Some((at, s)) = self.pending.take() {
-            self.sample_times.push(s.time);
-            out.samples.push((at, s));
+        if let Some(p) = self.pending.take() {
+            let sample = Sample {
+                time: p.gpu_time.unwrap_or(p.time),
+                gpus: p.gpus.into_values().collect(),
+                host: p.host.reading(self.machine.cpus),
+                ..Sample::default()
+            };
+            if sample.gpus.is_empty() && sample.host.is_none() {
+                return;
+            }
+            self.sample_times.push(sample.time);
+            out.samples.push((p.at, sample));
         }
     }
 
-    /// The last sample out, and a note on each saying where its figures came from.
+    /// The last sample out, and a note on each that has GPUs saying where they came from.
     pub fn finish(&mut self, out: &mut Read, file: &str) {
         self.flush(out);
         let note = source_note(file, &self.sample_times);
         for (_, s) in &mut out.samples {
-            s.gpu_notes = vec![note.clone()];
+            if !s.gpus.is_empty() {
+                s.gpu_notes = vec![note.clone()];
+            }
         }
     }
 }

@@ -29,7 +29,11 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             if let Some(io) = h.iowait_pct.filter(|io| *io >= 1.0) {
                 cpu.push(v.span(format!(" iowait {io:.0}%"), Role::Warn));
             }
-            cpu.push(v.span(format!(" load {:.1} ", h.load_avg[0]), Role::Muted));
+            if let Some(load) = h.load_avg {
+                cpu.push(v.span(format!(" load {:.1} ", load[0]), Role::Muted));
+            } else {
+                cpu.push(v.span(" ", Role::Muted));
+            }
             let used = 14 + h.cpus.to_string().len();
             if !h.per_cpu_pct.is_empty() && h.per_cpu_pct.len() + used <= width {
                 let cores: Vec<Option<f64>> = h.per_cpu_pct.iter().map(|c| Some(*c)).collect();
