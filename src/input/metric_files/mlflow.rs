@@ -29,9 +29,11 @@ pub struct Point {
     pub step: i64,
 }
 
-/// Whether `path` is a file-store run's `meta.yaml` (an experiment's has no `metrics/`).
+/// Whether `path` is a file-store run's `meta.yaml` (an experiment's has no `metrics/`; a
+/// deleted run waits in `.trash/`).
 pub fn is_run_meta(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "meta.yaml")
+        && !path.components().any(|c| c.as_os_str() == ".trash")
         && path.parent().is_some_and(|d| d.join("metrics").is_dir())
 }
 
@@ -294,4 +296,60 @@ fn gpu_figure(name: &str) -> Option<(u32, GpuFigure)> {
         _ => return None,
     };
     Some((index, figure))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(key: &str, time_ms: i64, value: f64, step: i64) -> Point {
+        Point {
+            key: key.into(),
+            time_ms,
+            value,
+            step,
+        }
+    }
+
+    #[test]
+    fn a_rounds_gpu_figures_are_one_sample_their_wholes_from_the_shares() {
+        let run = Run {
+            params: vec![("batch_size".into(), "32".into())],
+            points: vec![
+                point("loss", 1_000, 2.0, 0),
+                point("loss", 2_000, 1.5, 1),
+                point("system/gpu_0_utilization_percentage", 1_500, 38.4, 0),
+                point("system/gpu_0_power_usage_watts", 1_500, 100.0, 0),
+                point("system/gpu_0_power_usage_percentage", 1_500, 25.0, 0),
+                point("system/gpu_0_memory_usage_megabytes", 1_500, 1024.0, 0),
+                point("system/gpu_0_memory_usage_percentage", 1_500, 50.0, 0),
+                point("system/cpu_utilization_percentage", 1_500, 80.0, 0),
+            ],
+        };
+        let r = entries(&run, "run x");
+        assert_eq!(r.entries.len(), 3, "config and two steps");
+        assert_eq!(r.samples.len(), 1);
+        let (at, s) = &r.samples[0];
+        assert_eq!(*at, 2, "after the step logged before it");
+        assert_eq!(s.time, 1.5);
+        let g = &s.gpus[0];
+        assert_eq!(g.util_pct, Some(38));
+        assert_eq!(g.power_limit_w, Some(400.0));
+        assert_eq!(g.mem_used_bytes, Some(1 << 30));
+        assert_eq!(g.mem_total_bytes, Some(2 << 30));
+        assert!(s.gpu_notes[0].ends_with("(run x)"), "{:?}", s.gpu_notes);
+    }
+
+    #[test]
+    fn a_deleted_run_in_the_trash_is_no_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for run in ["0/a", ".trash/b"] {
+            std::fs::create_dir_all(dir.path().join(run).join("metrics")).expect("metrics/");
+            std::fs::write(dir.path().join(run).join("meta.yaml"), "start_time: 1\n")
+                .expect("meta.yaml");
+        }
+        assert!(is_run_meta(&dir.path().join("0/a/meta.yaml")));
+        assert!(!is_run_meta(&dir.path().join(".trash/b/meta.yaml")));
+        assert!(!is_run_meta(&dir.path().join("0/meta.yaml")));
+    }
 }
