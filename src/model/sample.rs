@@ -126,6 +126,7 @@ pub struct GpuProcess {
 /// The machine. Rates and percentages need two readings, so the first sample has None there.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostReading {
+    /// 0 where the source does not say (an MLflow run's system metrics).
     pub cpus: u32,
     /// Busy share of all CPUs, 0-100.
     pub cpu_pct: Option<f64>,

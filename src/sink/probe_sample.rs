@@ -188,7 +188,12 @@ fn host(o: &mut String, h: &HostReading) {
     let load = h.load_avg.map_or(String::new(), |l| {
         format!(", load {:.2} {:.2} {:.2}", l[0], l[1], l[2])
     });
-    let _ = writeln!(o, "host     {} cpus, cpu {cpu}{iowait}{load}", h.cpus);
+    let cpus = if h.cpus > 0 {
+        format!("{} cpus, ", h.cpus)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(o, "host     {cpus}cpu {cpu}{iowait}{load}");
     let mut parts = vec![format!(
         "mem {} used, {} available of {}",
         gib(h.mem_used_bytes),

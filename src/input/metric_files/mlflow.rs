@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Entry, Read};
-use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
+use crate::model::sample::{GpuReading, HostReading, Sample, TRACKER_SOURCE};
 
 /// One run as either store holds it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -138,19 +138,22 @@ pub fn entries(run: &Run, store: &str) -> Read {
         out.entries.push(config);
     }
     let mut steps: BTreeMap<i64, Entry> = BTreeMap::new();
-    // Each logging round of the system metrics: its time and each GPU's figures.
-    let mut rounds: BTreeMap<i64, (f64, BTreeMap<u32, Raw>)> = BTreeMap::new();
+    // Each logging round of the system metrics: its time, each GPU's figures and the host's.
+    let mut rounds: BTreeMap<i64, Round> = BTreeMap::new();
     for p in &run.points {
         if !p.value.is_finite() {
             continue;
         }
         let time = p.time_ms as f64 / 1000.0;
         if let Some(system) = p.key.strip_prefix("system/") {
+            let round = rounds.entry(p.step).or_insert_with(|| Round {
+                time,
+                ..Round::default()
+            });
             if let Some((index, figure)) = gpu_figure(system) {
-                let round = rounds
-                    .entry(p.step)
-                    .or_insert_with(|| (time, BTreeMap::new()));
-                round.1.entry(index).or_default().set(figure, p.value);
+                round.gpus.entry(index).or_default().set(figure, p.value);
+            } else {
+                round.host.set(system, p.value);
             }
             continue;
         }
@@ -164,15 +167,17 @@ pub fn entries(run: &Run, store: &str) -> Read {
     }
     let mut samples: Vec<Sample> = rounds
         .into_values()
-        .map(|(time, gpus)| Sample {
-            time,
-            gpus: gpus.into_iter().map(|(i, raw)| raw.reading(i)).collect(),
+        .map(|r| Sample {
+            time: r.time,
+            gpus: r.gpus.into_iter().map(|(i, raw)| raw.reading(i)).collect(),
+            host: r.host.reading(),
             ..Sample::default()
         })
+        .filter(|s| !s.gpus.is_empty() || s.host.is_some())
         .collect();
     samples.sort_by(|a, b| a.time.total_cmp(&b.time));
     let note = interval_note(store, &samples);
-    for s in &mut samples {
+    for s in samples.iter_mut().filter(|s| !s.gpus.is_empty()) {
         s.gpu_notes = vec![note.clone()];
     }
     let first = out.entries.len();
@@ -214,6 +219,50 @@ fn interval_note(store: &str, samples: &[Sample]) -> String {
             format!("{TRACKER_SOURCE}MLflow every {gap:.0} s ({store})")
         }
         None => format!("{TRACKER_SOURCE}MLflow ({store})"),
+    }
+}
+
+/// One logging round of `log_system_metrics`.
+#[derive(Debug, Default)]
+struct Round {
+    time: f64,
+    gpus: BTreeMap<u32, Raw>,
+    host: HostRaw,
+}
+
+/// The host's figures of one round: the CPUs' busy share, and the memory in use with its
+/// share of the whole (`system_memory_usage_megabytes`, `..._percentage`), which give the
+/// total. MLflow does not say how many CPUs there are.
+#[derive(Debug, Default)]
+struct HostRaw {
+    cpu_pct: Option<f64>,
+    mem_mb: Option<f64>,
+    mem_pct: Option<f64>,
+}
+
+impl HostRaw {
+    /// A `system/` figure of the host, by its name (a node's prefix, `node_<id>/`, left).
+    fn set(&mut self, name: &str, v: f64) {
+        let slot = match name.rsplit('/').next().unwrap_or(name) {
+            "cpu_utilization_percentage" => &mut self.cpu_pct,
+            "system_memory_usage_megabytes" => &mut self.mem_mb,
+            "system_memory_usage_percentage" => &mut self.mem_pct,
+            _ => return,
+        };
+        *slot = Some(v);
+    }
+
+    fn reading(&self) -> Option<HostReading> {
+        let (used_mb, pct) = (self.mem_mb?, self.mem_pct.filter(|p| *p > 0.0)?);
+        let used = used_mb * 1024.0 * 1024.0;
+        let total = used * 100.0 / pct;
+        Some(HostReading {
+            cpu_pct: self.cpu_pct,
+            mem_total_bytes: total as u64,
+            mem_available_bytes: (total - used) as u64,
+            mem_used_bytes: used as u64,
+            ..HostReading::default()
+        })
     }
 }
 
@@ -324,6 +373,8 @@ mod tests {
                 point("system/gpu_0_memory_usage_megabytes", 1_500, 1024.0, 0),
                 point("system/gpu_0_memory_usage_percentage", 1_500, 50.0, 0),
                 point("system/cpu_utilization_percentage", 1_500, 80.0, 0),
+                point("system/system_memory_usage_megabytes", 1_500, 4096.0, 0),
+                point("system/system_memory_usage_percentage", 1_500, 25.0, 0),
             ],
         };
         let r = entries(&run, "run x");
@@ -338,6 +389,12 @@ mod tests {
         assert_eq!(g.mem_used_bytes, Some(1 << 30));
         assert_eq!(g.mem_total_bytes, Some(2 << 30));
         assert!(s.gpu_notes[0].ends_with("(run x)"), "{:?}", s.gpu_notes);
+        let h = s.host.as_ref().expect("the host's reading");
+        assert_eq!(h.cpu_pct, Some(80.0));
+        assert_eq!(
+            (h.mem_used_bytes, h.mem_total_bytes, h.mem_available_bytes),
+            (4 << 30, 16 << 30, 12 << 30)
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &View) {
             if !h.per_cpu_pct.is_empty() && h.per_cpu_pct.len() + used <= width {
                 let cores: Vec<Option<f64>> = h.per_cpu_pct.iter().map(|c| Some(*c)).collect();
                 cpu.push(v.span(sparkline(&cores, 100.0), Role::Chart));
-            } else {
+            } else if h.cpus > 0 {
                 cpu.push(v.span(format!("{} cores", h.cpus), Role::Muted));
             }
             lines.push(Line::from(cpu));
