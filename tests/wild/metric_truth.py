@@ -294,9 +294,8 @@ def history_rows(path):
     return rows
 
 
-def wandb_host_series(path):
-    """The host's memory as W&B samples it: its share in use (`memory_percent`, `memory` before
-    0.18) and what is available (`proc.memory.availableMB`), {name: [[time, value], ...]}."""
+def wandb_stats_series(path, keep):
+    """Every stats item whose name `keep` accepts: {name: [[time, value], ...]} in file order."""
     series = {}
     for r in wandb_records(path):
         if r.WhichOneof("record_type") != "stats":
@@ -304,7 +303,7 @@ def wandb_host_series(path):
         t = r.stats.timestamp.seconds + r.stats.timestamp.nanos / 1e9
         for it in r.stats.item:
             name = it.key or ".".join(it.nested_key)
-            if name in ("memory_percent", "memory", "proc.memory.availableMB"):
+            if keep(name):
                 try:
                     series.setdefault(name, []).append([t, float(json.loads(it.value_json))])
                 except (TypeError, ValueError):
@@ -312,21 +311,18 @@ def wandb_host_series(path):
     return series
 
 
+def wandb_host_series(path):
+    """The host's memory as W&B samples it: its share in use (`memory_percent`, `memory` before
+    0.18) and what is available (`proc.memory.availableMB`)."""
+    return wandb_stats_series(
+        path, lambda n: n in ("memory_percent", "memory", "proc.memory.availableMB"))
+
+
 def wandb_gpu_series(path):
-    """Every `gpu.<i>.<figure>` stats item: {name: [[time, value], ...]} in file order."""
-    series = {}
-    for r in wandb_records(path):
-        if r.WhichOneof("record_type") != "stats":
-            continue
-        t = r.stats.timestamp.seconds + r.stats.timestamp.nanos / 1e9
-        for it in r.stats.item:
-            if re.match(r"^gpu\.\d+\.(gpu|memory|memoryAllocatedBytes|powerWatts|"
-                        r"enforcedPowerLimitWatts|temp|smClock)$", it.key or ".".join(it.nested_key)):
-                try:
-                    series.setdefault(it.key or ".".join(it.nested_key), []).append([t, float(json.loads(it.value_json))])
-                except (TypeError, ValueError):
-                    pass
-    return series
+    """The `gpu.<i>.<figure>` stats items steptop reads."""
+    return wandb_stats_series(path, lambda n: re.match(
+        r"^gpu\.\d+\.(gpu|memory|memoryAllocatedBytes|powerWatts|enforcedPowerLimitWatts|"
+        r"temp|smClock)$", n) is not None)
 
 
 def from_wandb(path, case):
