@@ -1,5 +1,5 @@
 //! The runs trackers keep (W&B's `run-<id>.wandb`, MLflow's file and SQLite stores, SwanLab's
-//! `run-<id>.swanlab`, ClearML's offline sessions, Trackio's stores), read as
+//! `run-<id>.swanlab`, ClearML's offline runs, Trackio's stores), read as
 //! steptop reads them: every GPU series equal, value for value and time for time, to what the
 //! independent reader gives (`tests/wild/metric_truth.py`: W&B's own protobufs, plain files
 //! and sqlite3; its `gpu_series` in each tracker case's truth.json); a tracker's GPU figures

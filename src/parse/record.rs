@@ -45,7 +45,7 @@ pub enum Format {
     Mlflow,
     /// SwanLab's run file, `run-<id>.swanlab`.
     Swanlab,
-    /// ClearML's offline session, `metrics.jsonl`.
+    /// ClearML's offline run, `metrics.jsonl`.
     Clearml,
     /// Trackio's project store, `<project>.db`.
     Trackio,

@@ -1,4 +1,4 @@
-//! ClearML's offline session (`~/.clearml/cache/offline/offline-<task>/metrics.jsonl`): each
+//! ClearML's offline run folder (`~/.clearml/cache/offline/offline-<task>/metrics.jsonl`): each
 //! line a JSON array of events as ClearML would send them to its server. Read here: the
 //! training scalars (`training_stats_scalar`, named `title/series` as ClearML shows them,
 //! their `iter` the step and their `timestamp` in ms), consecutive scalars of one iteration
@@ -7,8 +7,8 @@
 
 use super::{Entry, Read};
 
-/// Whether `path` is an offline session's `metrics.jsonl`.
-pub fn is_session_metrics(path: &std::path::Path) -> bool {
+/// Whether `path` is an offline run's `metrics.jsonl`.
+pub fn is_offline_metrics(path: &std::path::Path) -> bool {
     path.file_name().is_some_and(|n| n == "metrics.jsonl")
         && path
             .parent()

@@ -1,7 +1,7 @@
 //! The metrics a job writes to files instead of its log: TensorBoard event files
 //! (`events.out.tfevents.*`), Lightning's `metrics.csv`, mmengine's `vis_data/scalars.json`,
 //! Hugging Face's `trainer_state.json`, and the trackers' runs: W&B's `run-<id>.wandb`,
-//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`, ClearML's offline sessions,
+//! MLflow's file and SQLite stores, SwanLab's `run-<id>.swanlab`, ClearML's offline runs,
 //! Trackio's project stores.
 //! Each is read whole into entries, one per logged step, that go the way of log lines
 //! (`ingest`): a step's figures, its wall time where the file has one (so step times come
@@ -42,7 +42,7 @@ pub enum Kind {
     MlflowDb,
     /// SwanLab's run file, `run-<id>.swanlab`.
     Swanlab,
-    /// ClearML's offline session, `offline-<task>/metrics.jsonl`.
+    /// ClearML's offline run, `offline-<task>/metrics.jsonl`.
     Clearml,
     /// Trackio's project store (`<project>.db`): its latest run.
     Trackio,
@@ -109,7 +109,7 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
     if name.ends_with(".swanlab") {
         return Some(Kind::Swanlab);
     }
-    if clearml::is_session_metrics(path) {
+    if clearml::is_offline_metrics(path) {
         return Some(Kind::Clearml);
     }
     if mlflow::is_run_meta(path) {
