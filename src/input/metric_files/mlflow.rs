@@ -200,9 +200,7 @@ fn config_entry(params: &[(String, String)]) -> Entry {
         .iter()
         .filter_map(|(k, v)| {
             let name = k.rsplit(['/', '.']).next().unwrap_or(k);
-            crate::parse::vocabulary::lookup(name)
-                .and_then(|field| crate::parse::kv::config_fact(field, name, v))
-                .map(|fact| (format!("{k}={v}"), fact))
+            super::config_fact(name, v).map(|(_, fact)| (format!("{k}={v}"), fact))
         })
         .collect();
     Entry {

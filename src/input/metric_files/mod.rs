@@ -9,6 +9,7 @@
 //! hardware samples placed among the entries, on the run's own clock.
 
 pub mod clearml;
+mod gpu_figure;
 pub mod growing;
 pub mod leveldb_log;
 pub mod mlflow;
@@ -290,6 +291,21 @@ pub fn read(path: &Path, kind: Kind) -> std::io::Result<Read> {
     })
 }
 
+/// What a framed file's end says when its last record is not all there.
+fn torn_tail(consumed: usize, len: usize) -> Option<String> {
+    (consumed < len).then(|| {
+        format!("byte {consumed}: the last record is not whole (still being written, or cut)")
+    })
+}
+
+/// A config value a tracker recorded, as the fact a log's config line would give (`batch_size`
+/// = `32`): with its text for the log pane.
+fn config_fact(name: &str, value: &str) -> Option<(String, ConfigFact)> {
+    let fact = crate::parse::vocabulary::lookup(name)
+        .and_then(|field| crate::parse::kv::config_fact(field, name, value))?;
+    Some((format!("{name}={value}"), fact))
+}
+
 /// A file's name, for notes that say where figures came from.
 pub(super) fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(
@@ -329,11 +345,8 @@ fn events(bytes: &[u8]) -> Read {
         problems: frames.problems,
         ..Read::default()
     };
-    if frames.consumed < bytes.len() && !frames.stuck {
-        out.problems.push(format!(
-            "byte {}: the last record is not whole (still being written, or cut)",
-            frames.consumed
-        ));
+    if !frames.stuck {
+        out.problems.extend(torn_tail(frames.consumed, bytes.len()));
     }
     out.entries = steps(&frames.records, &mut out.problems);
     out

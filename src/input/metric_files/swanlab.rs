@@ -83,12 +83,8 @@ pub fn read(bytes: &[u8], config: Option<&str>) -> Read {
         }
     }
     out.problems.extend(framed.problems);
-    if framed.consumed < bytes.len() {
-        out.problems.push(format!(
-            "byte {}: the last record is not whole (still being written, or cut)",
-            framed.consumed
-        ));
-    }
+    out.problems
+        .extend(super::torn_tail(framed.consumed, bytes.len()));
     out
 }
 
@@ -105,12 +101,7 @@ fn config_facts(yaml: &str) -> Vec<(String, crate::parse::record::ConfigFact)> {
         let (Some(k), Some(v)) = (key, line.trim().strip_prefix("value:")) else {
             continue;
         };
-        let v = v.trim().trim_matches(['\'', '"']);
-        if let Some(fact) = crate::parse::vocabulary::lookup(k)
-            .and_then(|field| crate::parse::kv::config_fact(field, k, v))
-        {
-            facts.push((format!("{k}={v}"), fact));
-        }
+        facts.extend(super::config_fact(k, v.trim().trim_matches(['\'', '"'])));
     }
     facts
 }

@@ -8,7 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::gpu_figure::{GpuFigure, set};
 use super::sqlite::{first_text, has_tables, open};
+
+const GIB: f64 = (1u64 << 30) as f64;
 use super::{Entry, Read};
 use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
 
@@ -131,18 +134,19 @@ fn readings(c: &rusqlite::Connection, run: &str) -> rusqlite::Result<Vec<Sample>
                 index,
                 ..GpuReading::default()
             });
-            let gib = |v: f64| (v * (1u64 << 30) as f64) as u64;
-            match figure {
-                "utilization" => g.util_pct = Some(v.round() as u32),
-                "memory_utilization" => g.mem_util_pct = Some(v.round() as u32),
-                "allocated_memory" => g.mem_used_bytes = Some(gib(v)),
-                "total_memory" => g.mem_total_bytes = Some(gib(v)),
-                "power" => g.power_w = Some(v),
-                "power_limit" => g.power_limit_w = Some(v),
-                "temp" => g.temp_c = Some(v.round() as u32),
-                "sm_clock" => g.sm_clock_mhz = Some(v.round() as u32),
-                _ => {}
-            }
+            // Trackio gives memory in GiB.
+            let (figure, v) = match figure {
+                "utilization" => (GpuFigure::Util, v),
+                "memory_utilization" => (GpuFigure::MemUtil, v),
+                "allocated_memory" => (GpuFigure::MemUsedBytes, v * GIB),
+                "total_memory" => (GpuFigure::MemTotalBytes, v * GIB),
+                "power" => (GpuFigure::PowerW, v),
+                "power_limit" => (GpuFigure::PowerLimitW, v),
+                "temp" => (GpuFigure::TempC, v),
+                "sm_clock" => (GpuFigure::SmClockMhz, v),
+                _ => continue,
+            };
+            set(g, figure, v);
         }
         if !gpus.is_empty() {
             out.push(Sample {

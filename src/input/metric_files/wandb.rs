@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use prost::Message;
 
+use super::gpu_figure::{GpuFigure, set};
 use super::leveldb_log;
 use super::{Entry, Read};
 use crate::model::sample::{GpuReading, HostReading, Sample, TRACKER_SOURCE};
@@ -166,12 +167,8 @@ pub fn read(bytes: &[u8], machine: &Machine, file: &str) -> Read {
         reader.record(*offset, data, &mut out);
     }
     out.problems.extend(framed.problems);
-    if framed.consumed < bytes.len() {
-        out.problems.push(format!(
-            "byte {}: the last record is not whole (still being written, or cut)",
-            framed.consumed
-        ));
-    }
+    out.problems
+        .extend(super::torn_tail(framed.consumed, bytes.len()));
     reader.finish(&mut out, file);
     out
 }
@@ -465,11 +462,7 @@ pub(super) fn collect_facts(
                 serde_json::Value::String(s) => s.clone(),
                 v => v.to_string(),
             };
-            if let Some(fact) = crate::parse::vocabulary::lookup(name)
-                .and_then(|field| crate::parse::kv::config_fact(field, name, &text))
-            {
-                out.push((format!("{name}={text}"), fact));
-            }
+            out.extend(super::config_fact(name, &text));
         }
         _ => {}
     }
@@ -477,17 +470,6 @@ pub(super) fn collect_facts(
 
 /// The GPU figures W&B's system metrics name `gpu.<i>.<figure>` (its per-process view,
 /// `gpu.process.<i>.*`, repeats them and is left).
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum GpuFigure {
-    Util,
-    MemUtil,
-    MemUsedBytes,
-    PowerW,
-    PowerLimitW,
-    TempC,
-    SmClockMhz,
-}
-
 fn gpu_figure(name: &str) -> Option<(u32, GpuFigure)> {
     let rest = name.strip_prefix("gpu.")?;
     let (index, figure) = rest.split_once('.')?;
@@ -503,17 +485,4 @@ fn gpu_figure(name: &str) -> Option<(u32, GpuFigure)> {
         _ => return None,
     };
     Some((index, figure))
-}
-
-fn set(g: &mut GpuReading, figure: GpuFigure, v: f64) {
-    let whole = || v.round().min(f64::from(u32::MAX)) as u32;
-    match figure {
-        GpuFigure::Util => g.util_pct = Some(whole()),
-        GpuFigure::MemUtil => g.mem_util_pct = Some(whole()),
-        GpuFigure::MemUsedBytes => g.mem_used_bytes = Some(v as u64),
-        GpuFigure::PowerW => g.power_w = Some(v),
-        GpuFigure::PowerLimitW => g.power_limit_w = Some(v),
-        GpuFigure::TempC => g.temp_c = Some(whole()),
-        GpuFigure::SmClockMhz => g.sm_clock_mhz = Some(whole()),
-    }
 }
