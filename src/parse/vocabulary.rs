@@ -340,7 +340,9 @@ pub fn field_of(key: &str) -> Option<Field> {
         b"train_loss" | b"lm_loss" | b"total_loss" | b"train/loss" | b"lm_loss_value"
         | b"reduced_train_loss"
         // RLHF: the actor's (policy) loss is the one trained.
-        | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss" => Loss(3),
+        | b"act_loss" | b"actor_loss" | b"actor/pg_loss" | b"actor/loss"
+        // A GAN: the generator is the model trained for the output; the discriminator judges it.
+        | b"generator_loss" | b"gen_loss" | b"g_loss" | b"loss_g" => Loss(3),
         b"train_loss_step" | b"loss_step" | b"train/loss_step" => Loss(2),
         b"lr" | b"learning_rate" | b"learning_rate_(lr)" => Lr,
         b"grad_norm" | b"gnorm" | b"gradient_norm" | b"grad_norm_total" => GradNorm,

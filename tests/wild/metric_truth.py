@@ -39,9 +39,18 @@ The TRAINING-LOSS series: among training names containing "loss", prefer (1) nam
 total-loss name (`loss`, `train_loss`, `train/loss`, `total_loss`, with an optional _step suffix)
 over a component (`value_loss`, `box_loss`) (4) the name with the most points; Keras `epoch_loss` under `train/` counts as training. `loss` in scalars.json and
 trainer_state.json is the training loss (`eval_loss` is evaluation).
+A run that trains two models logs the trained one's loss as the loss: an RLHF actor's
+(`actor/pg_loss`, `actor_loss`) over its critic's, a GAN's generator's (`generator_loss`,
+`g_loss`) over its discriminator's; these count as total-loss names. A run that logs no
+total-loss name and only PARTS of its loss (names whose last part ends `_loss` or starts
+`loss_`) has as its loss the sum of the parts logged at each step (Ultralytics' training loss
+is its box, class and DFL parts added).
 
 steps_last  the largest step of the training-loss series (trainer_state.json: also the step of
-            the closing summary entry holding `train_runtime`, when larger). Printed as the
+            the closing summary entry holding `train_runtime`, when larger; a tracker's run,
+            W&B or MLflow: the largest step of any training series, as a run that logs its
+            loss every 10 steps still reached the step its last learning rate, epoch or
+            closing `train_runtime` row was logged at). Printed as the
             file has it (Lightning's CSV and TB steps are global_step as logged, Keras's
             epoch_* tags count epochs from 0).
 loss_last   the training-loss value at the largest step (the last such point in file order
@@ -110,19 +119,48 @@ def is_eval(name):
     return bool(EVAL_RE.search(name))
 
 
+TRAINED_MODEL_LOSSES = ("actor/pg_loss", "actor/loss", "actor_loss", "act_loss",
+                        "generator_loss", "gen_loss", "g_loss", "loss_g")
+
+
+def plain_loss(name):
+    low = name.lower()
+    base = re.sub(r"^(train[/_])", "", low.split("/")[-1] if "/" in low else low)
+    return (re.sub(r"_(step|epoch)$", "", base) in ("loss", "train_loss", "total_loss",
+                                                     "loss_total")
+            or any(low == n or low.endswith("/" + n) for n in TRAINED_MODEL_LOSSES))
+
+
+def loss_part(name):
+    last = name.lower().split("/")[-1]
+    return not last.endswith("_epoch") and (last.endswith("_loss") or last.startswith("loss_"))
+
+
 def pick_loss(names, counts):
+    """The training-loss name, or a list of the parts whose sum is the loss."""
     cands = [n for n in names if "loss" in n.lower() and not is_eval(n)]
     if not cands:
         return None
+    if not any(plain_loss(n) for n in cands):
+        parts = sorted(n for n in cands if loss_part(n))
+        if parts:
+            return parts
 
     def key(n):
         low = n.lower()
         per_step = low.endswith("_step") or low.startswith("batch_") or "epoch" not in low
-        base = re.sub(r"^(train[/_])", "", low.split("/")[-1] if "/" in low else low)
-        plain = re.sub(r"_(step|epoch)$", "", base) in ("loss", "train_loss", "total_loss",
-                                                         "loss_total")
-        return ("train" in low, per_step, plain, counts.get(n, 0))
+        return ("train" in low, per_step, plain_loss(n), counts.get(n, 0))
     return max(cands, key=key)
+
+
+def summed(train, parts):
+    """The parts' points added step by step: (the latest wall time, step, sum)."""
+    by_step = {}
+    for tag in parts:
+        for wall, step, val in train[tag]:
+            w, v = by_step.get(step, (wall, 0.0))
+            by_step[step] = (max(w, wall), v + val)
+    return [(w, s, v) for s, (w, v) in sorted(by_step.items())]
 
 
 def epoch_level(name):
@@ -186,9 +224,15 @@ def from_points(train, evals, source):
     if tag is None:
         t["notes"].append("no training-loss tag")
         return t
-    t["notes"].append(f"training-loss tag: {tag!r} ({counts[tag]} points)")
+    if isinstance(tag, list):
+        series = summed(train, tag)
+        t["notes"].append(f"training loss: the sum of {' + '.join(tag)} ({len(series)} steps)")
+        tag = " + ".join(tag)
+    else:
+        series = train[tag]
+        t["notes"].append(f"training-loss tag: {tag!r} ({counts[tag]} points)")
     pts = {}
-    for wall, step, val in train[tag]:  # file order; a repeated step keeps the latest
+    for wall, step, val in series:  # file order; a repeated step keeps the latest
         if step not in pts or wall >= pts[step][0]:
             pts[step] = (wall, val)
     steps = sorted(pts)
@@ -351,13 +395,7 @@ def from_wandb(path, case):
             if not is_eval(k):
                 train.setdefault(k, []).append((wall, int(step), v))
     t = from_points(train, evals, [str(path.relative_to(case))])
-    # HF Trainer's closing row (`train/train_runtime`) is at the run's last step, as in
-    # trainer_state.json.
-    closing = [r[step_key] for r in rows
-               if step_key in r and any(k.endswith("train_runtime") for k in r)]
-    if closing and t["steps_last"] is not None and max(closing) > t["steps_last"]:
-        t["steps_last"] = int(max(closing))
-        t["notes"].append("steps_last from the closing train_runtime row")
+    reached(t, train)
     t["notes"].append(f"step key: {step_key!r}; {len(rows)} history rows")
     if not rows:
         # A run that logged no row: reading it must give no step (its GPU series are the test).
@@ -365,6 +403,15 @@ def from_wandb(path, case):
     t["gpu_series"] = wandb_gpu_series(path)
     t["host_series"] = wandb_host_series(path)
     return t
+
+
+def reached(t, train):
+    """A tracker's run reached the largest step any training series was logged at (HF's closing
+    `train_runtime` row, a learning rate logged after the last loss)."""
+    last = max((step for pts in train.values() for _, step, _ in pts), default=None)
+    if t["steps_last"] is not None and last is not None and last > t["steps_last"]:
+        t["steps_last"] = int(last)
+        t["notes"].append("steps_last: the largest step of any training series")
 
 
 # ---------------------------------------------------------------- MLflow stores
@@ -413,6 +460,7 @@ def from_mlflow(case):
         else:
             train[key] = sorted(pts, key=lambda p: (p[1], p[0]))
     t = from_points(train, evals, [str(where.relative_to(case))])
+    reached(t, train)
     t["gpu_series"] = {k: [[w, v] for w, _, v in sorted(pts)] for k, pts in points.items()
                        if re.match(r"^system/(node_[^/]+/)?gpu_\d+_", k)}
     return t

@@ -193,11 +193,33 @@ impl Entry {
         // steptop reads.
         let mut training = false;
         let mut epoch = false;
+        let mut loss_rank = None;
         for (name, v) in &self.values {
-            if let Some(f) = tags::figure_with(user, name) {
-                tags::set(&mut rec, f, *v);
-                training |= f != tags::Figure::Epoch;
-                epoch |= f == tags::Figure::Epoch;
+            let Some(f) = tags::figure_with(user, name) else {
+                continue;
+            };
+            if f == tags::Figure::Loss {
+                let rank = tags::loss_rank(name);
+                if loss_rank.is_some_and(|r| r > rank) {
+                    continue;
+                }
+                loss_rank = Some(rank);
+            }
+            tags::set(&mut rec, f, *v);
+            training |= f != tags::Figure::Epoch;
+            epoch |= f == tags::Figure::Epoch;
+        }
+        if rec.loss.is_none() {
+            let parts = self
+                .values
+                .iter()
+                // A name the user's `[tags]` names (even `ignore`) is theirs to mean.
+                .filter(|(name, _)| !user.iter().any(|(n, _)| n == name))
+                .filter(|(name, _)| tags::figure(name).is_none() && tags::is_loss_part(name));
+            let (count, sum) = parts.fold((0, 0.0), |(n, s), (_, v)| (n + 1, s + v));
+            if count > 0 {
+                rec.loss = Some(sum);
+                training = true;
             }
         }
         // An evaluation logged at this step ran after it: the next step's wall time holds it,
@@ -206,7 +228,7 @@ impl Entry {
             .values
             .iter()
             .any(|(name, _)| tags::is_evaluation(name) && tags::figure_with(user, name).is_none());
-        // Training figures steptop does not read (`train/box_loss`, `metrics/mAP50(B)`): the
+        // Training figures steptop does not read (`metrics/mAP50(B)`, `lr/pg0`): the
         // run still logged this step.
         let unread = self
             .values
@@ -472,5 +494,56 @@ mod tests {
         assert_eq!(loss(&eval.records(&mine)[0]), Some(f64::from(2.2f32)));
         assert_eq!(r.problems.len(), 1);
         assert!(r.problems[0].contains("not whole"), "{:?}", r.problems);
+    }
+
+    fn loss_of(values: &[(&str, f64)], user: &UserTags) -> Option<f64> {
+        let entry = Entry {
+            step: Some(3),
+            time: None,
+            values: values.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            summary: None,
+            config: Vec::new(),
+        };
+        match entry.records(user).first() {
+            Some(Record::Step(s)) => s.loss,
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_rows_loss_is_its_surest_name_or_the_sum_of_its_parts() {
+        let none = UserTags::new();
+        // Ultralytics logs its loss only as parts.
+        let parts = [
+            ("train/box_loss", 1.0),
+            ("train/cls_loss", 2.5),
+            ("train/dfl_loss", 0.5),
+            ("val/box_loss", 9.0),
+            ("lr/pg0", 0.01),
+        ];
+        assert_eq!(loss_of(&parts, &none), Some(4.0));
+        // A whole loss beside its parts is the loss, whichever comes first.
+        assert_eq!(
+            loss_of(&[("loss_cls", 0.3), ("loss", 0.9)], &none),
+            Some(0.9)
+        );
+        assert_eq!(
+            loss_of(&[("loss", 0.9), ("batch_loss", 0.7)], &none),
+            Some(0.9)
+        );
+        assert_eq!(
+            loss_of(&[("batch_loss", 0.7), ("loss", 0.9)], &none),
+            Some(0.9)
+        );
+        // Two models: the trained one's loss.
+        let gan = [("discriminator_loss", 0.4), ("generator_loss", 1.3)];
+        assert_eq!(loss_of(&gan, &none), Some(1.3));
+        let ppo = [("critic/vf_loss", 0.2), ("actor/pg_loss", -0.03)];
+        assert_eq!(loss_of(&ppo, &none), Some(-0.03));
+        // A part the user's [tags] leaves alone is not added.
+        let mine = vec![("train/cls_loss".to_string(), None)];
+        assert_eq!(loss_of(&parts, &mine), Some(1.5));
+        // No loss at all: none is made up.
+        assert_eq!(loss_of(&[("train/accuracy", 0.8)], &none), None);
     }
 }

@@ -4,6 +4,7 @@
 //! not a step's. Pure.
 
 use crate::parse::record::StepRecord;
+use crate::parse::vocabulary::{self, Field};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Figure {
@@ -99,8 +100,46 @@ pub fn figure(name: &str) -> Option<Figure> {
         "tokens_per_second" | "tokens_per_sec" | "tokens/s" | "tps" => Figure::TokensPerS,
         "memory" | "max_memory" | "mem" | "max_mem" => Figure::Memory,
         "epoch" => Figure::Epoch,
-        _ => return None,
+        // The loss names logs print (`batch_loss`, an RLHF actor's `actor/pg_loss`, a GAN's
+        // `generator_loss`) mean the same in a tracker.
+        _ => {
+            return log_loss_rank(&lower)
+                .or_else(|| log_loss_rank(last))
+                .map(|_| Figure::Loss);
+        }
     })
+}
+
+fn log_loss_rank(name: &str) -> Option<u8> {
+    match vocabulary::field_of(name)? {
+        Field::Loss(rank) => Some(rank),
+        _ => None,
+    }
+}
+
+/// How surely a name that gives the loss is the run's loss, ranked as logs' names are (`loss`
+/// over `batch_loss`), so that a row with several keeps the surest.
+pub fn loss_rank(name: &str) -> u8 {
+    let lower = name.to_ascii_lowercase();
+    let last = lower.rsplit(['/', '.', ':']).next().unwrap_or_default();
+    log_loss_rank(&lower)
+        .or_else(|| log_loss_rank(last))
+        .unwrap_or(LOSS_RANK_PLAIN)
+}
+
+/// The rank of the plain names (`loss`, `train/total_loss`): the log vocabulary's for `loss`.
+const LOSS_RANK_PLAIN: u8 = 4;
+
+/// Whether a training name is a part of the loss (`train/box_loss`, `loss_cls`): a run that
+/// logs no whole loss logs it as its parts, and the loss is their sum (Ultralytics' is its box,
+/// class and DFL parts added).
+pub fn is_loss_part(name: &str) -> bool {
+    if is_evaluation(name) {
+        return false;
+    }
+    let lower = name.to_ascii_lowercase();
+    let last = lower.rsplit(['/', '.', ':']).next().unwrap_or_default();
+    !last.ends_with("_epoch") && (last.ends_with("_loss") || last.starts_with("loss_"))
 }
 
 /// The figure a name gives: the user's own names first (`[tags]`), then the common ones.
