@@ -151,7 +151,7 @@ fn a_followed_log_places_yearless_times_in_the_current_year() {
     source.join().unwrap();
 }
 
-/// Issue 16's live job: a header that states the plan, then only `[Step N]` memory monitor
+/// A live job that logs a header stating the plan, then only `[Step N]` memory monitor
 /// lines. The plan is the total, the prefixes are the progress, and the run is not stalled
 /// while they come; once they stop, it is.
 #[test]
@@ -185,4 +185,83 @@ fn step_prefixes_alone_keep_a_live_run_moving() {
         m.sample(reading(i));
     }
     assert!(stalled(&m), "no step for 200 s and no stall");
+}
+
+#[test]
+fn a_burst_of_lines_comes_in_blocks_that_leave_the_monitor_as_single_lines_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.log");
+    std::fs::write(&path, "").unwrap();
+    let (stop, inbox, source) = follow(&path);
+    let mut blocks = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+    let mut sent = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !blocks.caught_up() {
+        let msg = inbox.recv_timeout(Duration::from_secs(10)).unwrap();
+        sent.push(msg.clone());
+        blocks.apply(msg);
+    }
+    // A job printing fast: thousands of lines in one write.
+    let burst: String = (1..=3000)
+        .map(|s| {
+            format!(
+                "step {s}/3000 | loss={:.3} | data_time=4ms | time=0.25s\n",
+                3.0 - s as f64 / 1e3
+            )
+        })
+        .collect();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    log.write_all(burst.as_bytes()).unwrap();
+    let (mut singles, mut lines) = (0, 0);
+    while blocks.model.merged.last_step != Some(3000) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "timed out waiting for the burst");
+        let Ok(msg) = inbox.recv_timeout(left) else {
+            continue;
+        };
+        match &msg {
+            Msg::Line { .. } => singles += 1,
+            Msg::Lines(l) => {
+                lines += 1;
+                assert!(
+                    l.heads.iter().all(|h| h.arrival.is_some()),
+                    "live lines have arrivals"
+                );
+            }
+            _ => {}
+        }
+        sent.push(msg.clone());
+        blocks.apply(msg);
+    }
+    stop.store(true, Ordering::Relaxed);
+    source.join().unwrap();
+    assert_eq!(singles, 0, "no line of the burst came alone");
+    assert!((1..=30).contains(&lines), "{lines} messages for 3000 lines");
+    // The same lines one message each: the monitor they give is the blocks' to the last bit.
+    let mut one_by_one = Monitor::new(ModelConfig::default(), DiagnoseConfig::default());
+    for msg in sent {
+        match msg {
+            Msg::Lines(l) => l.into_messages().for_each(|(m, _)| {
+                one_by_one.apply(m);
+            }),
+            m => {
+                one_by_one.apply(m);
+            }
+        }
+    }
+    assert_eq!(
+        format!("{:?}", one_by_one.model),
+        format!("{:?}", blocks.model)
+    );
+    assert_eq!(
+        format!("{:?}", one_by_one.diagnosis),
+        format!("{:?}", blocks.diagnosis)
+    );
+    assert_eq!(
+        format!("{:?}", one_by_one.sources),
+        format!("{:?}", blocks.sources)
+    );
 }

@@ -57,6 +57,7 @@ impl Follower {
                         bytes,
                     } => Ev::Record(file, line_no, bytes.to_vec()),
                     TailEvent::CaughtUp { file } => Ev::CaughtUp(file),
+                    TailEvent::Waiting => return ControlFlow::Continue(()),
                 };
                 match tx.send(owned) {
                     Ok(()) => ControlFlow::Continue(()),

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use crate::input::InputSpec;
 use crate::input::ingest::{Feed, Ingest};
 use crate::input::tail::{self, FollowOptions, TailEvent};
-use crate::monitor::msg::{Backlog, Msg, unix_now};
+use crate::monitor::msg::{Backlog, LineHead, Lines, Msg, unix_now};
 use crate::parse::user::UserPattern;
 
 /// Starts the follow thread. It ends when `stop` is set, when the inbox is gone, or when
@@ -34,6 +34,7 @@ pub fn spawn(
             // and it is parsed in bulk, as a report reads a file.
             let mut live: Vec<bool> = Vec::new();
             let mut history = History::default();
+            let mut arrived = Arrived::default();
             let result = tail::follow(&inputs, &opts, &stop, &mut |event| {
                 if let TailEvent::Line {
                     file,
@@ -51,6 +52,19 @@ pub fn spawn(
                 }
                 // Whatever else comes is sent after the history read before it.
                 history.flush(&mut feeds, &inbox)?;
+                if let TailEvent::Line {
+                    file,
+                    line_no,
+                    bytes,
+                } = event
+                {
+                    let Some(feed) = feeds.get_mut(file) else {
+                        return ControlFlow::Continue(());
+                    };
+                    return arrived.push(file, feed, line_no, bytes, &inbox);
+                }
+                // And after the lines that arrived before it.
+                arrived.flush(&inbox)?;
                 let msg = match event {
                     TailEvent::Opened { file, path } => {
                         let path = path.display().to_string();
@@ -92,15 +106,8 @@ pub fn spawn(
                             source: first + file,
                         }
                     }
-                    TailEvent::Line {
-                        file,
-                        line_no,
-                        bytes,
-                    } => {
-                        let Some(feed) = feeds.get_mut(file) else {
-                            return ControlFlow::Continue(());
-                        };
-                        feed.message(line_no, bytes, Some(unix_now()))
+                    TailEvent::Line { .. } | TailEvent::Waiting => {
+                        return ControlFlow::Continue(());
                     }
                 };
                 match inbox.send(msg) {
@@ -113,6 +120,67 @@ pub fn spawn(
                 let _ = inbox.send(Msg::InputStopped { reason });
             }
         })
+}
+
+/// Lines that arrive in one read of a followed file, sent as one message once the follower
+/// has read every file to its end (or another file's line or any other news comes): a log
+/// that grows by thousands of lines a second costs one hand-off and one wake-up of the view a
+/// read, not one a line. Each line is stamped with its own arrival, as a single one is.
+#[derive(Default)]
+struct Arrived {
+    file: Option<usize>,
+    lines: Lines,
+}
+
+/// The most lines one message holds: a read of megabytes still reaches the view in steps.
+const ARRIVED_LINES: usize = 4096;
+
+impl Arrived {
+    fn push(
+        &mut self,
+        file: usize,
+        feed: &mut Feed,
+        line_no: u64,
+        raw: &[u8],
+        inbox: &SyncSender<Msg>,
+    ) -> ControlFlow<()> {
+        if self.file.is_some_and(|f| f != file) {
+            self.flush(inbox)?;
+        }
+        self.file = Some(file);
+        let lines = &mut self.lines;
+        let start = lines.text.len();
+        lines.text.extend_from_slice(raw);
+        lines.bytes += raw.len() as u64 + 1;
+        let before = lines.records.len();
+        let arrival = Some(unix_now());
+        let records = &mut lines.records;
+        let (info, stamp) = feed.line(line_no, raw, arrival, &mut |_, r| records.push(r));
+        lines.heads.push(LineHead {
+            stamp,
+            info,
+            records: u32::try_from(lines.records.len() - before).unwrap_or(u32::MAX),
+            start,
+            end: lines.text.len(),
+            arrival,
+        });
+        if lines.heads.len() >= ARRIVED_LINES {
+            return self.flush(inbox);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn flush(&mut self, inbox: &SyncSender<Msg>) -> ControlFlow<()> {
+        self.file = None;
+        if self.lines.heads.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let lines = std::mem::take(&mut self.lines);
+        match inbox.send(Msg::Lines(Box::new(lines))) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    }
 }
 
 /// The history being read: one file's lines at a time through the bulk reader, sent in

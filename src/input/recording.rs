@@ -136,7 +136,7 @@ impl Recorder {
                         .cloned()
                         .unwrap_or_default();
                     self.write(&Entry::Line {
-                        t: None,
+                        t: head.arrival,
                         file,
                         text: String::from_utf8_lossy(lines.text_of(head)).into_owned(),
                     })?;

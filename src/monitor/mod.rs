@@ -139,10 +139,21 @@ impl Monitor {
     /// step records read go back to the reader that made them, to be filled again.
     pub fn lines(&mut self, lines: Lines, after_each: &mut dyn FnMut(&Monitor, &LineHead)) {
         let mut spent = StepBoxes::default();
-        let mut shown = (self.model.log)
-            .kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
-            .into_iter()
-            .peekable();
+        // Lines read as they arrived (a busy log's read) each go to the log pane as a single
+        // line does, so that the pane counts every one (its place when scrolled back); of a
+        // history, only the ones it will still hold.
+        let arrived = lines.heads.iter().any(|h| h.arrival.is_some());
+        let mut shown = if arrived {
+            let texts = lines.heads.iter().map(|h| shown(lines.text_of(h)));
+            texts
+                .enumerate()
+                .filter_map(|(i, t)| Some((i, t?)))
+                .collect()
+        } else {
+            (self.model.log).kept_of(lines.heads.iter().map(|h| lines.text_of(h)))
+        }
+        .into_iter()
+        .peekable();
         let mut records = lines.records.into_iter();
         // Lines in bulk are a file's history unless it was read to its end before them (a
         // busy log read in blocks).
@@ -323,6 +334,7 @@ mod tests {
                     records: 0,
                     start: 0,
                     end: 0,
+                    arrival: None,
                 }],
                 bytes,
                 ..Default::default()

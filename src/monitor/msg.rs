@@ -25,9 +25,9 @@ pub enum Msg {
         text: String,
         arrival: Option<f64>,
     },
-    /// Lines that were in a file before it was read (a whole file, a followed file's history,
-    /// a replay at full speed), parsed in bulk: as the `Line`s they are, in order, with no
-    /// arrival time.
+    /// Consecutive lines of one file, as the `Line`s they are, in order: lines that were in
+    /// it before it was read (a whole file, a followed file's history, a replay at full speed),
+    /// parsed in bulk, or the lines one read of a followed file found.
     Lines(Box<Lines>),
     /// A followed file's status changed (waiting, following, truncated, rotated, gone).
     Status { source: usize, status: FileStatus },
@@ -87,6 +87,9 @@ pub struct LineHead {
     /// Where its bytes are in `Lines::text`.
     pub start: usize,
     pub end: usize,
+    /// When it was read (Unix seconds), for a line that arrived while followed; None for one
+    /// already in the file.
+    pub arrival: Option<f64>,
 }
 
 impl Lines {
@@ -111,7 +114,7 @@ impl Lines {
                 info: h.info,
                 records: records.by_ref().take(h.records as usize).collect(),
                 text: String::from_utf8_lossy(&text[h.start..h.end]).into_owned(),
-                arrival: None,
+                arrival: h.arrival,
             };
             (line, (h.end - h.start) as u64 + 1)
         })

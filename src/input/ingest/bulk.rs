@@ -122,6 +122,7 @@ fn read_metric_file(
             records: (records.len() - before) as u32,
             start,
             end: lines.text.len(),
+            arrival: None,
         });
     }
     feed.stats.problems = read.problems;
@@ -312,6 +313,7 @@ fn push(
         records: u32::try_from(out.records.len() - before).unwrap_or(u32::MAX),
         start,
         end,
+        arrival: None,
     });
 }
 
@@ -356,6 +358,7 @@ fn parse_block(parser: &mut Parser, names: &mut ShapeNames, block: Block) -> Par
             records: u32::try_from(count).unwrap_or(u32::MAX),
             start,
             end,
+            arrival: None,
         });
         parsed.after.push(parser.context());
     }

@@ -203,6 +203,9 @@ pub fn follow(
         {
             return Ok(());
         }
+        if sink(TailEvent::Waiting).is_break() {
+            return Ok(());
+        }
         rescan = wakeups.wait(next_poll);
     }
     Ok(())

@@ -39,6 +39,9 @@ pub enum TailEvent<'a> {
         /// Which file.
         file: usize,
     },
+    /// Every file was read to its end: the follower waits for more. What a sink holds of the
+    /// lines read so far is best sent now.
+    Waiting,
 }
 
 /// The receiver of events; `Break` stops following.

@@ -210,7 +210,8 @@ impl Sink {
                 let node = self.opts.node.clone();
                 mon.lines(*lines, &mut |mon, head| {
                     let origin = || line_origin(&node, mon, &head.stamp);
-                    self.after(mon, Some(head.stamp.time), &origin);
+                    // A followed line's time is its arrival, as a single line's.
+                    self.after(mon, Some(head.arrival.unwrap_or(head.stamp.time)), &origin);
                 });
                 if let Some(m) = &mut self.opts.metrics {
                     m.changed();

@@ -226,13 +226,11 @@ impl App {
                 true
             }
             msg => {
-                let live = matches!(
-                    msg,
-                    Msg::Line {
-                        arrival: Some(_),
-                        ..
-                    }
-                );
+                let live = match &msg {
+                    Msg::Line { arrival, .. } => arrival.is_some(),
+                    Msg::Lines(lines) => lines.heads.iter().any(|h| h.arrival.is_some()),
+                    _ => false,
+                };
                 let changed = self.mon.apply(msg);
                 if changed && let Some(m) = &mut self.metrics {
                     m.changed();
