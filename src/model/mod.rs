@@ -831,7 +831,7 @@ impl Model {
             d.step,
             (stamp.time, stamp.real_time),
             d.step_time_ms,
-            || recent.last_n(20).map(|s| s.p50),
+            || recent.median_last(20),
             (self.wall.now, self.arriving),
         );
         let held =

@@ -14,6 +14,9 @@ pub struct Rolling {
     /// The last `mean_last` asked for, until the next value: the rules ask each stage's recent
     /// mean several times per step, and most stages' windows do not move every step.
     memo: Cell<Option<(usize, f64)>>,
+    /// The last `sum_last` asked for, until the next value: the rules read the same window's
+    /// sum for a share, a mean and the evidence in one evaluation, added once, in order.
+    sum_memo: Cell<Option<(usize, f64)>>,
 }
 
 /// The values alone: the memo is no part of what the window holds (drawing a frame fills it,
@@ -44,6 +47,7 @@ impl Rolling {
             values: VecDeque::new(),
             cap: cap.max(1),
             memo: Cell::new(None),
+            sum_memo: Cell::new(None),
         }
     }
 
@@ -52,6 +56,7 @@ impl Rolling {
     pub fn clear(&mut self) {
         self.values.clear();
         self.memo.set(None);
+        self.sum_memo.set(None);
     }
 
     pub fn push(&mut self, t: f64, v: f64) {
@@ -63,6 +68,7 @@ impl Rolling {
         }
         self.values.push_back((t, v));
         self.memo.set(None);
+        self.sum_memo.set(None);
     }
 
     pub fn len(&self) -> usize {
@@ -81,6 +87,18 @@ impl Rolling {
     pub fn last_n(&self, n: usize) -> Option<Summary> {
         let skip = self.values.len().saturating_sub(n);
         summarize(self.values.iter().skip(skip).map(|x| x.1))
+    }
+
+    /// The median (by nearest rank) of the last `n` values: `last_n`'s p50, chosen without
+    /// sorting them all (a boundary asks for it at every step after it).
+    pub fn median_last(&self, n: usize) -> Option<f64> {
+        let skip = self.values.len().saturating_sub(n);
+        let mut last: Vec<f64> = self.values.iter().skip(skip).map(|x| x.1).collect();
+        if last.is_empty() {
+            return None;
+        }
+        let at = nearest_rank(0.5, last.len());
+        Some(*last.select_nth_unstable_by(at, f64::total_cmp).1)
     }
 
     /// Summary of the values at or after time `since`.
@@ -122,8 +140,20 @@ impl Rolling {
 
     /// Sum of the last `n` values.
     pub fn sum_last(&self, n: usize) -> f64 {
-        let skip = self.values.len().saturating_sub(n);
-        self.values.iter().skip(skip).map(|x| x.1).sum()
+        let k = n.min(self.values.len());
+        if let Some((m, sum)) = self.sum_memo.get()
+            && m == k
+        {
+            return sum;
+        }
+        let sum = self
+            .values
+            .iter()
+            .skip(self.values.len() - k)
+            .map(|x| x.1)
+            .sum();
+        self.sum_memo.set(Some((k, sum)));
+        sum
     }
 }
 
@@ -584,6 +614,30 @@ fn merge_points(pair: &[Point]) -> Point {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_remembered_sums_and_the_median_are_the_full_computations() {
+        let mut r = Rolling::new(50);
+        let mut seed = 7u64;
+        for i in 0..400 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = (seed >> 11) as f64 / 9.7e12 + f64::from(i % 7) * 0.1;
+            r.push(f64::from(i), v);
+            let held: Vec<f64> = r.values.iter().map(|x| x.1).collect();
+            for n in [1, 3, 20, 50, 80] {
+                let k = n.min(held.len());
+                let sum: f64 = held[held.len() - k..].iter().sum();
+                // Asked twice: the second answer is the remembered one.
+                assert_eq!(r.sum_last(n).to_bits(), sum.to_bits());
+                assert_eq!(r.sum_last(n).to_bits(), sum.to_bits());
+                let median = r.last_n(n).map(|s| s.p50);
+                assert_eq!(r.median_last(n).map(f64::to_bits), median.map(f64::to_bits));
+            }
+        }
+        assert_eq!(Rolling::new(4).median_last(20), None);
+    }
 
     #[test]
     fn rolling_keeps_the_last_values() {

@@ -122,7 +122,10 @@ fn data_loading_bound(v: &View, k: &Knobs) -> Option<Finding> {
         });
         f = f.act(|| "the storage is slow: copy the dataset to local NVMe, or pack it in large shards (WebDataset, TFRecord)");
     }
-    if let Some(split) = super::code::workers_split(v) {
+    // Only for the words: the stacks' shares are not read at an evaluation that has none.
+    if v.describe
+        && let Some(split) = super::code::workers_split(v)
+    {
         f = f.why(|| split);
     }
     // The same log read live names the cause more exactly: the readings make the difference.
@@ -215,7 +218,10 @@ fn loader_workers_starved(v: &View, k: &Knobs) -> Option<Finding> {
             )
         });
     }
-    if let Some(split) = super::code::workers_split(v) {
+    // Only for the words: the stacks' shares are not read at an evaluation that has none.
+    if v.describe
+        && let Some(split) = super::code::workers_split(v)
+    {
         f = f.why(|| split);
     }
     let suggest = cores.map_or(8.0, |c| (c - 1.0).clamp(workers + 2.0, 16.0));
