@@ -9,6 +9,8 @@
 //! (`htop -d 10`: a refresh a second), when installed, runs beside it in a tmux of the same
 //! size over the same windows, measured the same way: the reference a terminal monitor is
 //! held to.
+//! Busy: `steptop --no-probe LOG` at 160x48 while the log grows 5,000 lines a second (the
+//! interleaved log of `mklog.py`, a write every 10 ms), over the same windows: CPU and RSS.
 //! Start-up: with a log of `STEPTOP_BENCH_LINES` (default 1,000,000) lines, the time from
 //! exec to the first frame on the terminal, and until the whole history is read.
 //!
@@ -214,6 +216,80 @@ fn idle(bin: &str) {
     }
 }
 
+/// The live view under a busy log: the interleaved log (`mklog.py`: several libraries'
+/// lines, tqdm redraws, timing blocks) appended at `BUSY_LINES_PER_S`, in a write every 10 ms
+/// as a job's buffered stdout comes, with the probes off.
+fn busy(bin: &str) {
+    let seconds = env_or("STEPTOP_BENCH_SECONDS", 60).max(10);
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("interleaved.log");
+    let needed = (seconds + 10) * BUSY_LINES_PER_S * 120;
+    let made = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/mklog.py"))
+        .arg(&source)
+        .arg(needed.to_string())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        println!("busy: mklog.py did not run (python3 missing?)");
+        return;
+    }
+    let text = std::fs::read(&source).unwrap();
+    let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+    let log = dir.path().join("train.log");
+    std::fs::write(&log, b"").unwrap();
+    let capture = dir.path().join("tty.bin");
+    let t = Tmux::start(
+        "busy",
+        dir.path(),
+        &format!("{bin} --no-probe train.log"),
+        &capture,
+    );
+    t.cmd(&["send-keys", "-t", "b", "Enter"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = t.pid();
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let per_write = (BUSY_LINES_PER_S / 100) as usize;
+    let mut next = 0;
+    let start = Instant::now();
+    // Writes due by `until`, every 10 ms on the clock (a late write catches up).
+    let mut write_until = |until: Instant| {
+        while Instant::now() < until {
+            let due = (start.elapsed().as_millis() / 10) as usize * per_write;
+            if next < due.min(lines.len()) {
+                f.write_all(&lines[next..due.min(lines.len())].concat())
+                    .unwrap();
+                next = due.min(lines.len());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    write_until(Instant::now() + Duration::from_secs(5));
+    let mut cpu = Vec::new();
+    for _ in 0..seconds / 10 {
+        let (c0, t0) = (support::cpu_seconds(pid), Instant::now());
+        write_until(t0 + Duration::from_secs(10));
+        cpu.push(100.0 * (support::cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64());
+    }
+    let rss = status_kib(pid, "VmRSS:");
+    let hwm = status_kib(pid, "VmHWM:");
+    println!(
+        "busy at {WIDTH}x{HEIGHT}, {BUSY_LINES_PER_S} lines/s of the interleaved log ({} lines written), --no-probe, {} windows of 10 s: CPU median {:.2}% of one core (windows {}), RSS {:.1} MiB (peak {:.1} MiB)",
+        next,
+        cpu.len(),
+        support::median(cpu.clone()),
+        cpu.iter()
+            .map(|c| format!("{c:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0,
+    );
+}
+
+/// The busy log's rate: a chatty framework, or a tqdm bar per rank of eight in one log.
+const BUSY_LINES_PER_S: u64 = 5000;
+
 fn startup(bin: &str) {
     let lines = env_or("STEPTOP_BENCH_LINES", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
@@ -267,5 +343,6 @@ fn startup(bin: &str) {
 fn main() {
     let bin = env!("CARGO_BIN_EXE_steptop");
     startup(bin);
+    busy(bin);
     idle(bin);
 }

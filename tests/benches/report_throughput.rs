@@ -7,10 +7,11 @@
 //! model and the diagnosis (medians of three), and the peak RSS they reach in this process;
 //! then, on one long run (its config line, then every line a step, a quarter of the size),
 //! report against the script, the diagnosis's cost per step, where its windows are full, and
-//! the CPU-seconds of its stages; and for both logs the parser's floor (what taking each line's
-//! shape costs before a figure is read), and the wall time of parsing alone, with the model,
-//! and of the whole report in this process, which shows whether the parser's thread or the
-//! monitor's bounds it.
+//! the CPU-seconds of its stages; then the same on a log whose lines change shape from one to
+//! the next (`mklog.py`, the mixed log's size), and each log's lines and step records per MB;
+//! and for every log the parser's floor (what taking each line's shape costs before a figure
+//! is read), and the wall time of parsing alone, with the model, and of the whole report in
+//! this process, which shows whether the parser's thread or the monitor's bounds it.
 //! Size:
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
 //! it, to profile on it.
@@ -130,8 +131,8 @@ fn main() {
         _ => println!("  steptop report failed"),
     }
 
-    // The script a user writes instead (tests/benches/user_script.py, as issue 31 gives it:
-    // two regexes, the means), same file, same run: what steptop must beat.
+    // The script a user writes instead (tests/benches/user_script.py: two regexes, the
+    // means), same file, same run: what steptop must beat.
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/user_script.py");
     let user = median(3, || {
         succeeds(Command::new("python3").arg(&script).arg(path_s))
@@ -225,6 +226,86 @@ fn main() {
         full / one_gb
     );
     one_stages.print_bounds("the long run's", one_gb);
+
+    // A log whose lines change shape from one to the next, as a job's stdout does when
+    // several libraries print into it (`tests/benches/mklog.py`: custom step lines, mmengine,
+    // HF dicts, tqdm redraws, timing blocks, cache blocks, noise), the mixed log's size.
+    let mixed_by_line = dir.path().join("interleaved.log");
+    let made = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/mklog.py"))
+        .arg(&mixed_by_line)
+        .arg(bytes.to_string())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        println!("  the interleaved log: mklog.py did not run (python3 missing?)");
+        return;
+    }
+    let il_bytes = std::fs::metadata(&mixed_by_line).map_or(0, |m| m.len());
+    let il_mb = il_bytes as f64 / 1e6;
+    let il_s = mixed_by_line.to_str().expect("utf-8 temp path");
+    let report_il = median(3, || {
+        succeeds(Command::new(bin).args(["report", "--format", "json", il_s]))
+    });
+    let user_il = median(3, || {
+        succeeds(Command::new("python3").arg(&script).arg(il_s))
+    });
+    match (report_il, user_il) {
+        (Some(r), Some(u)) => println!(
+            "  the interleaved log ({:.0} MiB, mklog.py): report {:.0} MB/s, the user's Python \
+             script {:.0} MB/s (medians of 3); report is {:.2}x it",
+            il_bytes as f64 / 1048576.0,
+            il_mb / r,
+            il_mb / u,
+            u / r
+        ),
+        _ => println!("  the interleaved log: report or the script failed"),
+    }
+    let il_gb = il_bytes as f64 / 1e9;
+    let il_stages = time_stages(&mixed_by_line, &cfg);
+    let [reading, parsing, model, full] = il_stages.cpu;
+    println!(
+        "  the interleaved log's CPU-seconds per GB (medians of 3): reading {:.2}, parsing {:.2}, \
+         model {:.2}, the rules and the rest {:.2} (all: {:.2})",
+        reading / il_gb,
+        (parsing - reading) / il_gb,
+        (model - parsing) / il_gb,
+        (full - model) / il_gb,
+        full / il_gb
+    );
+    il_stages.print_bounds("the interleaved log's", il_gb);
+    // What each log asks of the monitor: its steps per MB. The monitor's work is per step
+    // (the model's windows, the rules), the parser's per line.
+    for (name, path, mb) in [
+        ("mixed log", &path, mb),
+        ("long run", &one_run, one_mb),
+        ("interleaved log", &mixed_by_line, il_mb),
+    ] {
+        let (lines, steps) = lines_and_steps(path, &cfg);
+        println!(
+            "  the {name}: {:.0} lines and {:.0} step records per MB",
+            lines as f64 / mb,
+            steps as f64 / mb
+        );
+    }
+}
+
+/// The lines of `path` and the step records they give, as report reads them.
+fn lines_and_steps(path: &Path, cfg: &Config) -> (u64, u64) {
+    let (mut lines, mut steps) = (0u64, 0u64);
+    let mut feed = Feed::new(0, "bench.log", cfg.patterns.clone());
+    steptop::read_file(path, &mut feed, &mut |msg| {
+        if let steptop::Msg::Lines(block) = msg {
+            lines += block.heads.len() as u64;
+            steps += block
+                .records
+                .iter()
+                .filter(|r| matches!(r, steptop::Record::Step(_)))
+                .count() as u64;
+        }
+    })
+    .expect("read");
+    (lines, steps)
 }
 
 /// The parser's floor on `path`, in seconds: what any reader that knows lines by their shape
