@@ -191,10 +191,7 @@ fn idle(bin: &str) {
         "idle at {WIDTH}x{HEIGHT}, one Megatron step per second, {} windows of 10 s: CPU median {:.3}% of one core (windows {}), terminal output median {:.0} B/s (windows {}), RSS {:.1} MiB (peak {:.1} MiB)",
         cpu.len(),
         support::median(cpu.clone()),
-        cpu.iter()
-            .map(|c| format!("{c:.2}"))
-            .collect::<Vec<_>>()
-            .join(" "),
+        support::listed(&cpu),
         support::median(bytes.clone()),
         bytes
             .iter()
@@ -224,13 +221,7 @@ fn busy(bin: &str) {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("interleaved.log");
     let needed = (seconds + 10) * BUSY_LINES_PER_S * 120;
-    let made = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/mklog.py"))
-        .arg(&source)
-        .arg(needed.to_string())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !made {
+    if !support::interleaved_log(&source, needed) {
         println!("busy: mklog.py did not run (python3 missing?)");
         return;
     }
@@ -278,10 +269,7 @@ fn busy(bin: &str) {
         next,
         cpu.len(),
         support::median(cpu.clone()),
-        cpu.iter()
-            .map(|c| format!("{c:.2}"))
-            .collect::<Vec<_>>()
-            .join(" "),
+        support::listed(&cpu),
         rss as f64 / 1024.0,
         hwm as f64 / 1024.0,
     );

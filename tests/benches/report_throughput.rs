@@ -16,6 +16,9 @@
 //! STEPTOP_BENCH_MB (default 1024). STEPTOP_BENCH_KEEP=PATH writes the log there and leaves
 //! it, to profile on it.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -190,89 +193,36 @@ fn main() {
     let one_run = dir.path().join("one-run.log");
     let one_bytes = build_one_run(&one_run, (bytes / 4).max(1 << 20));
     let one_mb = one_bytes as f64 / 1e6;
-    let one_s = one_run.to_str().expect("utf-8 temp path");
-    let report_one = median(3, || {
-        succeeds(Command::new(bin).args(["report", "--format", "json", one_s]))
-    });
-    let user_one = median(3, || {
-        succeeds(Command::new("python3").arg(&script).arg(one_s))
-    });
     let (one_diag_s, one_steps, _) = diagnosis_cost(&one_run, &cfg);
     println!(
         "  diagnosis on the long run: {:.2} us per evaluated step ({one_steps} steps)",
         one_diag_s / one_steps.max(1) as f64 * 1e6
     );
-    match (report_one, user_one) {
-        (Some(r), Some(u)) => println!(
-            "  one long run ({:.0} MiB, one step a line): report {:.0} MB/s, the user's Python \
-             script {:.0} MB/s (medians of 3); report is {:.2}x it",
-            one_bytes as f64 / 1048576.0,
-            one_mb / r,
-            one_mb / u,
-            u / r
-        ),
-        _ => println!("  one long run: report or the script failed"),
-    }
+    against_script(bin, &script, "one long run, one step a line", &one_run);
     let one_gb = one_bytes as f64 / 1e9;
     let one_stages = time_stages(&one_run, &cfg);
-    let [reading, parsing, model, full] = one_stages.cpu;
-    println!(
-        "  the long run's CPU-seconds per GB (medians of 3): reading {:.2}, parsing {:.2}, \
-         model {:.2}, the rules and the rest {:.2} (all: {:.2})",
-        reading / one_gb,
-        (parsing - reading) / one_gb,
-        (model - parsing) / one_gb,
-        (full - model) / one_gb,
-        full / one_gb
-    );
+    one_stages.print_cpu("the long run's", one_gb);
     one_stages.print_bounds("the long run's", one_gb);
 
     // A log whose lines change shape from one to the next, as a job's stdout does when
     // several libraries print into it (`tests/benches/mklog.py`: custom step lines, mmengine,
     // HF dicts, tqdm redraws, timing blocks, cache blocks, noise), the mixed log's size.
     let mixed_by_line = dir.path().join("interleaved.log");
-    let made = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/mklog.py"))
-        .arg(&mixed_by_line)
-        .arg(bytes.to_string())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !made {
+    if !support::interleaved_log(&mixed_by_line, bytes) {
         println!("  the interleaved log: mklog.py did not run (python3 missing?)");
         return;
     }
     let il_bytes = std::fs::metadata(&mixed_by_line).map_or(0, |m| m.len());
     let il_mb = il_bytes as f64 / 1e6;
-    let il_s = mixed_by_line.to_str().expect("utf-8 temp path");
-    let report_il = median(3, || {
-        succeeds(Command::new(bin).args(["report", "--format", "json", il_s]))
-    });
-    let user_il = median(3, || {
-        succeeds(Command::new("python3").arg(&script).arg(il_s))
-    });
-    match (report_il, user_il) {
-        (Some(r), Some(u)) => println!(
-            "  the interleaved log ({:.0} MiB, mklog.py): report {:.0} MB/s, the user's Python \
-             script {:.0} MB/s (medians of 3); report is {:.2}x it",
-            il_bytes as f64 / 1048576.0,
-            il_mb / r,
-            il_mb / u,
-            u / r
-        ),
-        _ => println!("  the interleaved log: report or the script failed"),
-    }
+    against_script(
+        bin,
+        &script,
+        "the interleaved log, mklog.py",
+        &mixed_by_line,
+    );
     let il_gb = il_bytes as f64 / 1e9;
     let il_stages = time_stages(&mixed_by_line, &cfg);
-    let [reading, parsing, model, full] = il_stages.cpu;
-    println!(
-        "  the interleaved log's CPU-seconds per GB (medians of 3): reading {:.2}, parsing {:.2}, \
-         model {:.2}, the rules and the rest {:.2} (all: {:.2})",
-        reading / il_gb,
-        (parsing - reading) / il_gb,
-        (model - parsing) / il_gb,
-        (full - model) / il_gb,
-        full / il_gb
-    );
+    il_stages.print_cpu("the interleaved log's", il_gb);
     il_stages.print_bounds("the interleaved log's", il_gb);
     // What each log asks of the monitor: its steps per MB. The monitor's work is per step
     // (the model's windows, the rules), the parser's per line.
@@ -287,6 +237,28 @@ fn main() {
             lines as f64 / mb,
             steps as f64 / mb
         );
+    }
+}
+
+/// Report against the user's script on `path` (medians of 3 each), said of `what`.
+fn against_script(bin: &str, script: &Path, what: &str, path: &Path) {
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mb = bytes as f64 / 1e6;
+    let p = path.to_str().expect("utf-8 temp path");
+    let report = median(3, || {
+        succeeds(Command::new(bin).args(["report", "--format", "json", p]))
+    });
+    let user = median(3, || succeeds(Command::new("python3").arg(script).arg(p)));
+    match (report, user) {
+        (Some(r), Some(u)) => println!(
+            "  {what} ({:.0} MiB): report {:.0} MB/s, the user's Python script {:.0} MB/s \
+             (medians of 3); report is {:.2}x it",
+            bytes as f64 / 1048576.0,
+            mb / r,
+            mb / u,
+            u / r
+        ),
+        _ => println!("  {what}: report or the script failed"),
     }
 }
 
@@ -453,6 +425,19 @@ impl Stages {
     /// the wall times, where parsing alone (the reader and the parser's thread) as long as the
     /// whole report says that the parser's thread bounds the report, and much shorter, that
     /// the monitor's thread does.
+    fn print_cpu(&self, log: &str, gb: f64) {
+        let [reading, parsing, model, full] = self.cpu;
+        println!(
+            "  {log} CPU-seconds per GB (medians of 3): reading {:.2}, parsing {:.2}, model \
+             {:.2}, the rules and the rest {:.2} (all: {:.2})",
+            reading / gb,
+            (parsing - reading) / gb,
+            (model - parsing) / gb,
+            (full - model) / gb,
+            full / gb
+        );
+    }
+
     fn print_bounds(&self, log: &str, gb: f64) {
         let [reading, parsing, ..] = self.cpu;
         println!(

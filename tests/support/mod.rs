@@ -438,6 +438,28 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ticks / 100.0
 }
 
+/// Writes the interleaved log the benchmarks read (`tests/benches/mklog.py`: several
+/// libraries' lines in one stdout) of about `bytes` at `path`; false when python3 cannot.
+#[allow(dead_code)]
+pub fn interleaved_log(path: &Path, bytes: u64) -> bool {
+    Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/benches/mklog.py"))
+        .arg(path)
+        .arg(bytes.to_string())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Values as a bench prints a series of windows: `4.80 5.00 5.60`.
+#[allow(dead_code)]
+pub fn listed(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The middle value (the upper one of an even count).
 #[allow(dead_code)]
 pub fn median(mut v: Vec<f64>) -> f64 {
