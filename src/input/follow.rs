@@ -115,6 +115,8 @@ pub fn spawn(
                     Err(_) => ControlFlow::Break(()),
                 }
             });
+            // Lines read before a stop in the middle of a read are sent as they were read.
+            let _ = arrived.flush(&inbox);
             if let Err(reason) = result {
                 // The monitor may be gone already; then nobody needs the reason.
                 let _ = inbox.send(Msg::InputStopped { reason });
