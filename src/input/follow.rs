@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use crate::input::InputSpec;
 use crate::input::ingest::{Feed, Ingest};
 use crate::input::tail::{self, FollowOptions, TailEvent};
-use crate::monitor::msg::{Backlog, LineHead, Lines, Msg, unix_now};
+use crate::monitor::msg::{Backlog, Lines, Msg, unix_now};
 use crate::parse::user::UserPattern;
 
 /// Starts the follow thread. It ends when `stop` is set, when the inbox is gone, or when
@@ -151,21 +151,9 @@ impl Arrived {
         }
         self.file = Some(file);
         let lines = &mut self.lines;
-        let start = lines.text.len();
-        lines.text.extend_from_slice(raw);
         lines.bytes += raw.len() as u64 + 1;
-        let before = lines.records.len();
         let arrival = Some(unix_now());
-        let records = &mut lines.records;
-        let (info, stamp) = feed.line(line_no, raw, arrival, &mut |_, r| records.push(r));
-        lines.heads.push(LineHead {
-            stamp,
-            info,
-            records: u32::try_from(lines.records.len() - before).unwrap_or(u32::MAX),
-            start,
-            end: lines.text.len(),
-            arrival,
-        });
+        lines.add(raw, arrival, |sink| feed.line(line_no, raw, arrival, sink));
         if lines.heads.len() >= ARRIVED_LINES {
             return self.flush(inbox);
         }

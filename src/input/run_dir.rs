@@ -125,7 +125,7 @@ pub fn discover(dir: &Path) -> std::io::Result<Found> {
     let runs: Vec<(PathBuf, i64)> = found
         .files
         .iter()
-        .filter(|p| metric_files::kind_of(p) == Some(Kind::Mlflow))
+        .filter(|p| metric_files::mlflow::is_run_meta(p))
         .map(|p| (p.clone(), metric_files::mlflow::start_time(p).unwrap_or(0)))
         .collect();
     if let Some((latest, _)) = runs.iter().max_by_key(|(p, t)| (*t, p.clone())) {
@@ -173,7 +173,8 @@ fn tracker_run(path: &Path) -> Option<&str> {
     })
 }
 
-/// Which of the files found to read. Pure.
+/// Which of the files found to read, by their places and their kinds (telling a SQLite
+/// store's kind opens it).
 fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
     let mut found = Found::default();
     let all: Vec<(PathBuf, bool)> = top
@@ -201,13 +202,17 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
                     .ignored
                     .push((p, "the tracker's record of the run (config, environment)"))
             }
-            _ => all_kept.push((p, top)),
+            // Each file's kind, found once: telling a SQLite store's kind opens it.
+            _ => {
+                let kind = metric_files::kind_of(&p);
+                all_kept.push((p, top, kind));
+            }
         }
     }
     let all = all_kept;
     let best = all
         .iter()
-        .filter_map(|(p, _)| metric_files::kind_of(p))
+        .filter_map(|(_, _, k)| *k)
         .min_by_key(|k| k.preference());
     found.steps_from = best;
     // Each checkpoint keeps a copy of the whole log history: the newest has them all. The
@@ -215,12 +220,12 @@ fn choose(top: Vec<PathBuf>, deeper: Vec<PathBuf>) -> Found {
     // its closing summary; or `last-checkpoint/`'s) is the newest, the run's own first.
     let newest = all
         .iter()
-        .filter(|(p, _)| metric_files::kind_of(p) == Some(Kind::TrainerState))
-        .max_by_key(|(p, top)| (checkpoint(p).unwrap_or(u64::MAX), *top))
-        .map(|(p, _)| p.clone());
+        .filter(|(_, _, k)| *k == Some(Kind::TrainerState))
+        .max_by_key(|(p, top, _)| (checkpoint(p).unwrap_or(u64::MAX), *top))
+        .map(|(p, _, _)| p.clone());
     let mut logs = Vec::new();
-    for (p, top) in all {
-        match metric_files::kind_of(&p) {
+    for (p, top, kind) in all {
+        match kind {
             Some(k) if Some(k) != best => found
                 .ignored
                 .push((p, "the same steps as the run's preferred metric file")),

@@ -93,6 +93,29 @@ pub struct LineHead {
 }
 
 impl Lines {
+    /// Adds one line: its bytes, the stamp and records `parse` gives them (the records pushed
+    /// to the sink it is handed), and its arrival (None for a line already in its file).
+    pub fn add(
+        &mut self,
+        raw: &[u8],
+        arrival: Option<f64>,
+        parse: impl FnOnce(&mut dyn FnMut(&Stamp, Record)) -> (LineInfo, Stamp),
+    ) {
+        let start = self.text.len();
+        self.text.extend_from_slice(raw);
+        let before = self.records.len();
+        let records = &mut self.records;
+        let (info, stamp) = parse(&mut |_, r| records.push(r));
+        self.heads.push(LineHead {
+            stamp,
+            info,
+            records: u32::try_from(self.records.len() - before).unwrap_or(u32::MAX),
+            start,
+            end: self.text.len(),
+            arrival,
+        });
+    }
+
     /// One line's bytes.
     pub fn text_of(&self, head: &LineHead) -> &[u8] {
         &self.text[head.start..head.end]

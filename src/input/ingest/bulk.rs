@@ -87,42 +87,25 @@ fn read_metric_file(
     }
     let mut samples = read.samples.into_iter().peekable();
     let mut lines = Lines::default();
-    let mut records = Vec::new();
-    let send = |lines: &mut Lines, records: &mut Vec<Record>, out: &mut dyn FnMut(Msg)| {
+    let send = |lines: &mut Lines, out: &mut dyn FnMut(Msg)| {
         if !lines.heads.is_empty() {
-            lines.records = std::mem::take(records);
             out(Msg::Lines(Box::new(std::mem::take(lines))));
         }
     };
     for (i, e) in read.entries.iter().enumerate() {
         while let Some((_, sample)) = samples.next_if(|(at, _)| *at <= i) {
-            send(&mut lines, &mut records, out);
+            send(&mut lines, out);
             out(Msg::Sample(Box::new(sample)));
         }
         let arrival = e.time.filter(|_| recorded);
         if let Some(t) = arrival {
-            send(&mut lines, &mut records, out);
+            send(&mut lines, out);
             out(Msg::Tick(t));
         }
-        let start = lines.text.len();
         let text = e.text();
-        lines.text.extend_from_slice(text.as_bytes());
-        let before = records.len();
-        let (info, stamp) = feed.entry(
-            i as u64 + 1,
-            e,
-            &text,
-            kind.format(),
-            arrival,
-            &mut |_, r| records.push(r),
-        );
-        lines.heads.push(LineHead {
-            stamp,
-            info,
-            records: (records.len() - before) as u32,
-            start,
-            end: lines.text.len(),
-            arrival: None,
+        // Played at its logged time (the `Tick` before it), not arrived while followed.
+        lines.add(text.as_bytes(), None, |sink| {
+            feed.entry(i as u64 + 1, e, &text, kind.format(), arrival, sink)
         });
     }
     feed.stats.problems = read.problems;
@@ -131,7 +114,7 @@ fn read_metric_file(
         bytes: size,
         ..ReadStats::default()
     };
-    send(&mut lines, &mut records, out);
+    send(&mut lines, out);
     for (_, sample) in samples {
         out(Msg::Sample(Box::new(sample)));
     }

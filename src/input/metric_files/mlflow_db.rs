@@ -9,11 +9,9 @@ use std::path::Path;
 use super::mlflow::{Point, Run};
 use super::sqlite::{first_text, open};
 
-/// Whether the SQLite file at `path` is an MLflow store: it has MLflow's `runs`, `metrics`
-/// and `params` tables (Trackio's and others' stores are SQLite too).
-pub fn is_store(path: &Path) -> bool {
-    super::sqlite::has_tables(path, &["runs", "metrics", "params"])
-}
+/// The tables that make a SQLite file an MLflow store (Trackio's and others' stores are
+/// SQLite too).
+pub const TABLES: [&str; 3] = ["runs", "metrics", "params"];
 
 /// The run read by default: the latest started of the store's active runs (a deleted run is
 /// in the trash). Its id and every point and param; None when the store has no run.

@@ -117,10 +117,11 @@ pub fn kind_of(path: &Path) -> Option<Kind> {
         return Some(Kind::Mlflow);
     }
     if path.extension().is_some_and(|e| e == "db") {
-        if mlflow_db::is_store(path) {
+        let tables = sqlite::table_names(path);
+        if sqlite::holds(&tables, &mlflow_db::TABLES) {
             return Some(Kind::MlflowDb);
         }
-        if trackio::is_store(path) {
+        if sqlite::holds(&tables, &trackio::TABLES) {
             return Some(Kind::Trackio);
         }
     }
@@ -194,8 +195,15 @@ impl Entry {
         let mut training = false;
         let mut epoch = false;
         let mut loss_rank = None;
+        // A whole loss's parts (`train/box_loss`): the loss where the row has no whole one.
+        let (mut parts, mut parts_sum) = (0, 0.0);
         for (name, v) in &self.values {
             let Some(f) = tags::figure_with(user, name) else {
+                // A name the user's `[tags]` names (even `ignore`) is theirs to mean.
+                if !user.iter().any(|(n, _)| n == name) && tags::is_loss_part(name) {
+                    parts += 1;
+                    parts_sum += v;
+                }
                 continue;
             };
             if f == tags::Figure::Loss {
@@ -209,18 +217,9 @@ impl Entry {
             training |= f != tags::Figure::Epoch;
             epoch |= f == tags::Figure::Epoch;
         }
-        if rec.loss.is_none() {
-            let parts = self
-                .values
-                .iter()
-                // A name the user's `[tags]` names (even `ignore`) is theirs to mean.
-                .filter(|(name, _)| !user.iter().any(|(n, _)| n == name))
-                .filter(|(name, _)| tags::figure(name).is_none() && tags::is_loss_part(name));
-            let (count, sum) = parts.fold((0, 0.0), |(n, s), (_, v)| (n + 1, s + v));
-            if count > 0 {
-                rec.loss = Some(sum);
-                training = true;
-            }
+        if rec.loss.is_none() && parts > 0 {
+            rec.loss = Some(parts_sum);
+            training = true;
         }
         // An evaluation logged at this step ran after it: the next step's wall time holds it,
         // a pause and not a step (the model tells it as it does a log's evaluation).

@@ -7,18 +7,24 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-/// Whether the SQLite file at `path` holds every one of `tables`.
-pub fn has_tables(path: &Path, tables: &[&str]) -> bool {
-    open(path).is_ok_and(|c| {
-        tables.iter().all(|t| {
-            c.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [t],
-                |r| r.get::<_, i64>(0),
-            )
-            .is_ok_and(|n| n == 1)
-        })
-    })
+/// The tables of the SQLite file at `path`, in one query; none for a file SQLite cannot
+/// open. Which tracker's store it is follows from them.
+pub fn table_names(path: &Path) -> Vec<String> {
+    let Ok(c) = open(path) else {
+        return Vec::new();
+    };
+    let Ok(mut query) = c.prepare("SELECT name FROM sqlite_master WHERE type = 'table'") else {
+        return Vec::new();
+    };
+    query
+        .query_map([], |r| r.get::<_, String>(0))
+        .map(|rows| rows.filter_map(Result::ok).collect())
+        .unwrap_or_default()
+}
+
+/// Whether `names` (a store's tables) hold every one of `tables`.
+pub fn holds(names: &[String], tables: &[&str]) -> bool {
+    tables.iter().all(|t| names.iter().any(|n| n == t))
 }
 
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {

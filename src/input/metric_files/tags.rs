@@ -44,8 +44,7 @@ pub fn step_rank(name: &str) -> Option<u8> {
         return None;
     }
     let lower = name.to_ascii_lowercase();
-    let last = lower.rsplit(['/', '.', ':']).next().unwrap_or_default();
-    Some(match last {
+    Some(match last_part(&lower) {
         "global_step" | "globalstep" => 0,
         "update_step" | "updates" | "num_updates" | "train_step" => 1,
         "iteration" | "iterations" | "iter" => 2,
@@ -102,29 +101,30 @@ pub fn figure(name: &str) -> Option<Figure> {
         "epoch" => Figure::Epoch,
         // The loss names logs print (`batch_loss`, an RLHF actor's `actor/pg_loss`, a GAN's
         // `generator_loss`) mean the same in a tracker.
-        _ => {
-            return log_loss_rank(&lower)
-                .or_else(|| log_loss_rank(last))
-                .map(|_| Figure::Loss);
-        }
+        _ => return log_loss_rank(&lower, last).map(|_| Figure::Loss),
     })
 }
 
-fn log_loss_rank(name: &str) -> Option<u8> {
-    match vocabulary::field_of(name)? {
+/// The last part of a lower-cased name: `loss` of `train/loss`.
+fn last_part(lower: &str) -> &str {
+    lower.rsplit(['/', '.', ':']).next().unwrap_or_default()
+}
+
+/// The log vocabulary's rank of a lower-cased name that it reads as the loss, whole
+/// (`actor/pg_loss`) or by its `last` part (`train/batch_loss`).
+fn log_loss_rank(lower: &str, last: &str) -> Option<u8> {
+    let rank = |name| match vocabulary::field_of(name)? {
         Field::Loss(rank) => Some(rank),
         _ => None,
-    }
+    };
+    rank(lower).or_else(|| rank(last))
 }
 
 /// How surely a name that gives the loss is the run's loss, ranked as logs' names are (`loss`
 /// over `batch_loss`), so that a row with several keeps the surest.
 pub fn loss_rank(name: &str) -> u8 {
     let lower = name.to_ascii_lowercase();
-    let last = lower.rsplit(['/', '.', ':']).next().unwrap_or_default();
-    log_loss_rank(&lower)
-        .or_else(|| log_loss_rank(last))
-        .unwrap_or(LOSS_RANK_PLAIN)
+    log_loss_rank(&lower, last_part(&lower)).unwrap_or(LOSS_RANK_PLAIN)
 }
 
 /// The rank of the plain names (`loss`, `train/total_loss`): the log vocabulary's for `loss`.
@@ -138,7 +138,7 @@ pub fn is_loss_part(name: &str) -> bool {
         return false;
     }
     let lower = name.to_ascii_lowercase();
-    let last = lower.rsplit(['/', '.', ':']).next().unwrap_or_default();
+    let last = last_part(&lower);
     !last.ends_with("_epoch") && (last.ends_with("_loss") || last.starts_with("loss_"))
 }
 

@@ -9,16 +9,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::gpu_figure::{GpuFigure, set};
-use super::sqlite::{first_text, has_tables, open};
+use super::sqlite::{first_text, open};
 
 const GIB: f64 = (1u64 << 30) as f64;
 use super::{Entry, Read};
 use crate::model::sample::{GpuReading, Sample, TRACKER_SOURCE};
 
-/// Whether the SQLite file at `path` is a Trackio store.
-pub fn is_store(path: &Path) -> bool {
-    has_tables(path, &["metrics", "configs", "system_metrics"])
-}
+/// The tables that make a SQLite file a Trackio store.
+pub const TABLES: [&str; 3] = ["metrics", "configs", "system_metrics"];
 
 /// The latest run of the store (the one that logged last), read whole.
 pub fn read(path: &Path) -> Result<Read, String> {
@@ -167,38 +165,23 @@ fn gpu_figure(name: &str) -> Option<(u32, &str)> {
     Some((index.parse().ok()?, figure))
 }
 
-/// An ISO 8601 time as Trackio writes it (`2026-11-29T15:21:49.798672+00:00`), in Unix seconds.
+/// An ISO 8601 time as Trackio writes it (`2026-11-29T15:21:49.798672+00:00`), in Unix seconds:
+/// the date and clock as a log line's timestamp is read, less the zone's offset.
 fn iso_seconds(text: &str) -> Option<f64> {
-    let (date, rest) = text.split_once('T')?;
-    let mut d = date.split('-');
-    let (y, m, day) = (
-        d.next()?.parse::<i64>().ok()?,
-        d.next()?.parse::<u32>().ok()?,
-        d.next()?.parse::<u32>().ok()?,
-    );
-    let (clock, offset_s) = match rest.find(['+', '-', 'Z']) {
-        Some(at) => {
-            let (clock, zone) = rest.split_at(at);
-            let offset = match zone {
-                "Z" => 0.0,
-                z => {
-                    let sign = if z.starts_with('-') { -1.0 } else { 1.0 };
-                    let (h, min) = z[1..].split_once(':')?;
-                    sign * (h.parse::<f64>().ok()? * 3600.0 + min.parse::<f64>().ok()? * 60.0)
-                }
+    let (time, zone) = crate::parse::prefix::timestamp(text)?;
+    let offset_s = match zone {
+        "" | "Z" => 0.0,
+        z => {
+            let sign = match z.as_bytes()[0] {
+                b'+' => 1.0,
+                b'-' => -1.0,
+                _ => return None,
             };
-            (clock, offset)
+            let (h, min) = z[1..].split_once(':')?;
+            sign * (h.parse::<f64>().ok()? * 3600.0 + min.parse::<f64>().ok()? * 60.0)
         }
-        None => (rest, 0.0),
     };
-    let mut c = clock.split(':');
-    let (h, min, s) = (
-        c.next()?.parse::<f64>().ok()?,
-        c.next()?.parse::<f64>().ok()?,
-        c.next()?.parse::<f64>().ok()?,
-    );
-    let days = crate::common::dates::days_from_civil(y, m, day) as f64;
-    Some(days * 86_400.0 + h * 3600.0 + min * 60.0 + s - offset_s)
+    Some(time.secs - offset_s)
 }
 
 #[cfg(test)]
@@ -230,7 +213,10 @@ mod tests {
         )
         .expect("schema");
         drop(c);
-        assert!(is_store(&path));
+        assert_eq!(
+            super::super::kind_of(&path),
+            Some(super::super::Kind::Trackio)
+        );
         let r = read(&path).expect("read");
         assert_eq!(r.entries.len(), 3, "config and two rows");
         assert_eq!(r.entries[0].config.len(), 1);
