@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::input::ingest::Feed;
 use crate::input::metric_files::growing::Growing;
-use crate::input::metric_files::{Entry, Kind, UserTags};
+use crate::input::metric_files::{self, Entry, InOrder, Kind, UserTags};
 use crate::monitor::msg::{FileStatus, Msg, unix_now};
 use crate::parse::user::UserPattern;
 
@@ -83,27 +83,20 @@ pub fn spawn(
                     // unless the file gives no time of its own: a CSV logger writes a hundred
                     // rows at once, and arrivals would make their steps take no time.
                     let arrival = (!history && file.kind.timed()).then(unix_now);
-                    let mut samples = look
-                        .samples
-                        .into_iter()
-                        .filter(|_| history || live_samples)
-                        .peekable();
-                    for (i, e) in look.entries.into_iter().enumerate() {
-                        while let Some((_, s)) = samples.next_if(|(at, _)| *at <= i) {
-                            if inbox.send(Msg::Sample(Box::new(s))).is_err() {
-                                return;
+                    let samples = if history || live_samples {
+                        look.samples
+                    } else {
+                        Vec::new()
+                    };
+                    for item in metric_files::in_order(look.entries, samples) {
+                        let msg = match item {
+                            InOrder::Sample(s) => Msg::Sample(s),
+                            InOrder::Entry(_, e) => {
+                                *lines += 1;
+                                message(feed, *lines, e, file.kind, arrival)
                             }
-                        }
-                        *lines += 1;
-                        if inbox
-                            .send(message(feed, *lines, e, file.kind, arrival))
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                    for (_, s) in samples {
-                        if inbox.send(Msg::Sample(Box::new(s))).is_err() {
+                        };
+                        if inbox.send(msg).is_err() {
                             return;
                         }
                     }

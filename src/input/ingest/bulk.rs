@@ -85,18 +85,22 @@ fn read_metric_file(
     if recorded {
         out(Msg::CaughtUp { source: feed.index });
     }
-    let mut samples = read.samples.into_iter().peekable();
     let mut lines = Lines::default();
     let send = |lines: &mut Lines, out: &mut dyn FnMut(Msg)| {
         if !lines.heads.is_empty() {
             out(Msg::Lines(Box::new(std::mem::take(lines))));
         }
     };
-    for (i, e) in read.entries.iter().enumerate() {
-        while let Some((_, sample)) = samples.next_if(|(at, _)| *at <= i) {
-            send(&mut lines, out);
-            out(Msg::Sample(Box::new(sample)));
-        }
+    let entries = read.entries.len();
+    for item in metric_files::in_order(read.entries, read.samples) {
+        let (i, e) = match item {
+            metric_files::InOrder::Sample(sample) => {
+                send(&mut lines, out);
+                out(Msg::Sample(sample));
+                continue;
+            }
+            metric_files::InOrder::Entry(i, e) => (i, e),
+        };
         let arrival = e.time.filter(|_| recorded);
         if let Some(t) = arrival {
             send(&mut lines, out);
@@ -105,19 +109,19 @@ fn read_metric_file(
         let text = e.text();
         // Played at its logged time (the `Tick` before it), not arrived while followed.
         lines.add(text.as_bytes(), None, |sink| {
-            feed.entry(i as u64 + 1, e, &text, kind.format(), arrival, sink)
+            feed.entry(i as u64 + 1, &e, &text, kind.format(), arrival, sink)
         });
+        // The block that ends with the last entry spans the file.
+        if i + 1 == entries {
+            lines.bytes = size;
+        }
     }
     feed.stats.problems = read.problems;
-    lines.bytes = size;
     let stats = ReadStats {
         bytes: size,
         ..ReadStats::default()
     };
     send(&mut lines, out);
-    for (_, sample) in samples {
-        out(Msg::Sample(Box::new(sample)));
-    }
     Ok(stats)
 }
 

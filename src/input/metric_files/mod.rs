@@ -197,8 +197,17 @@ impl Entry {
         let mut loss_rank = None;
         // A whole loss's parts (`train/box_loss`): the loss where the row has no whole one.
         let (mut parts, mut parts_sum) = (0, 0.0);
+        // An evaluation logged at this step ran after it: the next step's wall time holds it,
+        // a pause and not a step (the model tells it as it does a log's evaluation).
+        let mut evaluation = false;
+        // Training figures steptop does not read (`metrics/mAP50(B)`, `lr/pg0`): the run
+        // still logged this step.
+        let mut unread = false;
         for (name, v) in &self.values {
             let Some(f) = tags::figure_with(user, name) else {
+                let evaluated = tags::is_evaluation(name);
+                evaluation |= evaluated;
+                unread |= !evaluated;
                 // A name the user's `[tags]` names (even `ignore`) is theirs to mean.
                 if !user.iter().any(|(n, _)| n == name) && tags::is_loss_part(name) {
                     parts += 1;
@@ -221,18 +230,6 @@ impl Entry {
             rec.loss = Some(parts_sum);
             training = true;
         }
-        // An evaluation logged at this step ran after it: the next step's wall time holds it,
-        // a pause and not a step (the model tells it as it does a log's evaluation).
-        let evaluation = self
-            .values
-            .iter()
-            .any(|(name, _)| tags::is_evaluation(name) && tags::figure_with(user, name).is_none());
-        // Training figures steptop does not read (`metrics/mAP50(B)`, `lr/pg0`): the
-        // run still logged this step.
-        let unread = self
-            .values
-            .iter()
-            .any(|(name, _)| !tags::is_evaluation(name) && tags::figure_with(user, name).is_none());
         let mut out = Vec::new();
         if training || epoch && !evaluation {
             out.push(Record::Step(Box::new(rec)));
@@ -261,6 +258,30 @@ pub struct Read {
     /// in the file.
     pub samples: Vec<(usize, Sample)>,
     pub problems: Vec<String>,
+}
+
+/// An entry (with its place among the file's entries) or a hardware sample, as a file holds
+/// them in order.
+pub enum InOrder {
+    Entry(usize, Entry),
+    Sample(Box<Sample>),
+}
+
+/// A file's entries and its samples in file order: each sample (placed after the number of
+/// entries before it, as `Read::samples` are) comes before the entries written after it.
+pub fn in_order(
+    entries: Vec<Entry>,
+    samples: Vec<(usize, Sample)>,
+) -> impl Iterator<Item = InOrder> {
+    let mut entries = entries.into_iter().enumerate().peekable();
+    let mut samples = samples.into_iter().peekable();
+    std::iter::from_fn(move || match entries.peek() {
+        Some(&(i, _)) => match samples.next_if(|(at, _)| *at <= i) {
+            Some((_, s)) => Some(InOrder::Sample(Box::new(s))),
+            None => entries.next().map(|(i, e)| InOrder::Entry(i, e)),
+        },
+        None => samples.next().map(|(_, s)| InOrder::Sample(Box::new(s))),
+    })
 }
 
 /// Reads a metric file whole.
@@ -493,6 +514,35 @@ mod tests {
         assert_eq!(loss(&eval.records(&mine)[0]), Some(f64::from(2.2f32)));
         assert_eq!(r.problems.len(), 1);
         assert!(r.problems[0].contains("not whole"), "{:?}", r.problems);
+    }
+
+    #[test]
+    fn samples_come_among_the_entries_where_the_file_placed_them() {
+        let entry = |step| Entry {
+            step: Some(step),
+            ..Entry::default()
+        };
+        let sample = |time| Sample {
+            time,
+            ..Sample::default()
+        };
+        let entries = vec![entry(1), entry(2), entry(3)];
+        let samples = vec![
+            (0, sample(0.5)),
+            (2, sample(2.5)),
+            (2, sample(2.6)),
+            (9, sample(9.0)),
+        ];
+        let order: Vec<String> = in_order(entries, samples)
+            .map(|item| match item {
+                InOrder::Entry(i, e) => format!("e{i}:{}", e.step.unwrap_or(0)),
+                InOrder::Sample(s) => format!("s{}", s.time),
+            })
+            .collect();
+        assert_eq!(
+            order,
+            ["s0.5", "e0:1", "e1:2", "s2.5", "s2.6", "e2:3", "s9"]
+        );
     }
 
     fn loss_of(values: &[(&str, f64)], user: &UserTags) -> Option<f64> {
